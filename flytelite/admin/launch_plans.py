@@ -1,0 +1,7 @@
+"""TODO: being written."""
+
+from flytelite.context import Context
+
+
+class LaunchPlansApi:
+    ctx: Context

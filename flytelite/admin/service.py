@@ -1,0 +1,35 @@
+"""AdminService: FlyteAdmin's gRPC API, composed from one mixin per entity family.
+
+RPCs no mixin defines answer UNIMPLEMENTED with a message naming them.
+"""
+
+from __future__ import annotations
+
+from flyteidl.service import admin_pb2_grpc
+
+from flytelite.admin.executions import ExecutionsApi
+from flytelite.admin.launch_plans import LaunchPlansApi
+from flytelite.admin.node_executions import NodeExecutionsApi
+from flytelite.admin.projects import ProjectsApi
+from flytelite.admin.task_executions import TaskExecutionsApi
+from flytelite.admin.tasks import TasksApi
+from flytelite.admin.workflows import WorkflowsApi
+from flytelite.admin.grpc_errors import fill_unimplemented
+from flytelite.context import Context
+
+
+class AdminService(
+    ProjectsApi,
+    TasksApi,
+    WorkflowsApi,
+    LaunchPlansApi,
+    ExecutionsApi,
+    NodeExecutionsApi,
+    TaskExecutionsApi,
+    admin_pb2_grpc.AdminServiceServicer,
+):
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+
+
+fill_unimplemented(AdminService, admin_pb2_grpc.AdminServiceServicer)

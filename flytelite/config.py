@@ -1,0 +1,83 @@
+"""flytelite's one configuration object: typed dataclasses, read from flags and an optional YAML file."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+DEFAULT_PORT = 30080
+DEFAULT_PROJECT = "flytesnacks"
+DEFAULT_DOMAINS = ("development", "staging", "production")
+
+
+@dataclass
+class EngineConfig:
+    workers: int = 8
+    # Seconds between resyncs of every unfinished workflow; events wake workflows sooner.
+    resync_seconds: float = 5.0
+    # Retries of system errors (process lost or killed), on top of the user's retries.
+    max_system_retries: int = 3
+    default_max_parallelism: int = 25
+
+
+@dataclass
+class Config:
+    home: Path = field(default_factory=lambda: Path(os.path.expanduser("~/.flytelite")))
+    host: str = "0.0.0.0"
+    port: int = DEFAULT_PORT
+    # SQLAlchemy URL; empty means a SQLite file under home.
+    database_url: str = ""
+    # Blob store root: a local folder (default: <home>/blobs) or an fsspec URL such as s3://bucket/prefix.
+    storage_root: str = ""
+    # Container image -> Python interpreter that runs its tasks; "default" is used for unknown images.
+    images: dict[str, str] = field(default_factory=dict)
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    # Lifetime of signed upload URLs.
+    upload_url_seconds: int = 3600
+    max_upload_bytes: int = 1024 * 1024 * 1024
+
+    @property
+    def db_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.home / 'flytelite.db'}"
+
+    @property
+    def blob_root(self) -> str:
+        return self.storage_root or str(self.home / "blobs")
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def work_dir(self) -> Path:
+        return self.home / "work"
+
+    def interpreter_for(self, image: str) -> str:
+        """The Python interpreter that runs tasks of this image (the server's own by default)."""
+        return self.images.get(image) or self.images.get("default") or sys.executable
+
+    @classmethod
+    def load(cls, path: Path | None = None, **overrides) -> Config:
+        """Defaults, then the YAML file (if given), then explicit overrides (flags)."""
+        data: dict = {}
+        if path is not None:
+            data = yaml.safe_load(Path(path).read_text()) or {}
+        cfg = cls()
+        for key, value in data.items():
+            if key == "engine":
+                cfg.engine = dataclasses.replace(cfg.engine, **value)
+            elif key == "home":
+                cfg.home = Path(os.path.expanduser(value))
+            elif hasattr(cfg, key):
+                setattr(cfg, key, value)
+            else:
+                raise ValueError(f"unknown configuration key {key!r} in {path}")
+        for key, value in overrides.items():
+            if value is not None:
+                setattr(cfg, key, Path(value).expanduser() if key == "home" else value)
+        return cfg

@@ -1,0 +1,32 @@
+"""The handles every layer receives from the composition root (no hidden singletons)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from flytelite.config import Config
+from flytelite.idl.times import Clock
+from flytelite.storage import BlobStore
+from flytelite.store.db import Database
+
+# (project, domain, name) of a workflow execution.
+ExecutionKey = tuple[str, str, str]
+
+
+def _no_engine(_key: ExecutionKey) -> None:
+    pass
+
+
+@dataclass
+class Context:
+    config: Config
+    db: Database
+    blobs: BlobStore
+    clock: Clock = field(default_factory=Clock)
+    # Wakes the engine for one execution; thread-safe. Set by the server once propeller runs.
+    notify_engine: Callable[[ExecutionKey], None] = _no_engine
+    # Base URL clients reach this server at (signed upload URLs, log links, console links).
+    public_url: str = ""
+    # True once every component is serving (GET /healthz answers 200 from then on).
+    ready: bool = False

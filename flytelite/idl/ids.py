@@ -1,0 +1,45 @@
+"""Identifier helpers: keys, string forms and constructors for flyteidl ids (pure)."""
+
+from __future__ import annotations
+
+import secrets
+import string
+
+from flyteidl.core import identifier_pb2 as idpb
+
+ResourceType = idpb.ResourceType
+TASK = idpb.TASK
+WORKFLOW = idpb.WORKFLOW
+LAUNCH_PLAN = idpb.LAUNCH_PLAN
+
+RESOURCE_NAMES = {TASK: "task", WORKFLOW: "workflow", LAUNCH_PLAN: "launch plan"}
+
+
+def entity_key(ident: idpb.Identifier) -> tuple[str, str, str, str]:
+    return (ident.project, ident.domain, ident.name, ident.version)
+
+
+def describe(ident: idpb.Identifier) -> str:
+    kind = RESOURCE_NAMES.get(ident.resource_type, "entity")
+    return f"{kind} {ident.project}/{ident.domain}/{ident.name}@{ident.version}"
+
+
+def describe_execution(ident: idpb.WorkflowExecutionIdentifier) -> str:
+    return f"execution {ident.project}/{ident.domain}/{ident.name}"
+
+
+def identifier(resource_type: int, project: str, domain: str, name: str, version: str) -> idpb.Identifier:
+    return idpb.Identifier(resource_type=resource_type, project=project, domain=domain, name=name, version=version)
+
+
+def execution_id(project: str, domain: str, name: str) -> idpb.WorkflowExecutionIdentifier:
+    return idpb.WorkflowExecutionIdentifier(project=project, domain=domain, name=name)
+
+
+_LETTERS = string.ascii_lowercase
+_ALNUM = string.ascii_lowercase + string.digits
+
+
+def new_execution_name() -> str:
+    """Flyte-style generated name: a letter followed by 19 lowercase letters or digits."""
+    return secrets.choice(_LETTERS) + "".join(secrets.choice(_ALNUM) for _ in range(19))

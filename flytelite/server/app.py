@@ -1,0 +1,114 @@
+"""FlyteliteServer: builds the context, migrates the database and runs admin, propeller and HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import socket
+from concurrent import futures
+
+import grpc
+import uvicorn
+from flyteidl.service import admin_pb2_grpc, dataproxy_pb2_grpc
+
+from flytelite.admin.bootstrap import ensure_default_project
+from flytelite.admin.dataproxy import DataProxyService
+from flytelite.admin.events import EventSink
+from flytelite.admin.grpc_errors import ErrorInterceptor
+from flytelite.admin.service import AdminService
+from flytelite.config import Config
+from flytelite.console.app import build_app
+from flytelite.context import Context
+from flytelite.propeller.engine import Engine
+from flytelite.server.mux import PortMux
+from flytelite.storage import BlobStore
+from flytelite.store.db import Database
+
+log = logging.getLogger(__name__)
+
+
+def build_context(config: Config) -> Context:
+    config.home.mkdir(parents=True, exist_ok=True)
+    config.logs_dir.mkdir(parents=True, exist_ok=True)
+    config.work_dir.mkdir(parents=True, exist_ok=True)
+    db = Database(config.db_url)
+    db.migrate()
+    ctx = Context(config=config, db=db, blobs=BlobStore(config.blob_root))
+    ensure_default_project(ctx)
+    return ctx
+
+
+class FlyteliteServer:
+    def __init__(self, config: Config):
+        self.config = config
+        self.ctx: Context | None = None
+        self.port: int | None = None
+        self._stopping = asyncio.Event()
+
+    async def run(self) -> None:
+        """Start everything, serve until SIGTERM/SIGINT, then stop cleanly."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._stopping.set)
+        await self.start()
+        try:
+            await self._stopping.wait()
+        finally:
+            await self.stop()
+
+    async def start(self) -> None:
+        cfg = self.config
+        ctx = self.ctx = build_context(cfg)
+
+        # The public port first: signed URLs and log links need the address clients use.
+        http_sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        http_sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        http_sock.bind(("127.0.0.1", 0))
+        self._grpc = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="admin"),
+            interceptors=[ErrorInterceptor()],
+            options=[("grpc.max_receive_message_length", 64 * 1024 * 1024),
+                     ("grpc.max_send_message_length", 64 * 1024 * 1024)],
+        )
+        grpc_port = self._grpc.add_insecure_port("127.0.0.1:0")
+        self._mux = PortMux(cfg.host, cfg.port, grpc_port, http_sock.getsockname()[1])
+        self.port = await self._mux.start()
+        ctx.public_url = f"http://localhost:{self.port}"
+
+        self.engine = Engine(ctx, EventSink(ctx))
+        ctx.notify_engine = self.engine.notify
+        admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminService(ctx), self._grpc)
+        dataproxy_pb2_grpc.add_DataProxyServiceServicer_to_server(DataProxyService(ctx), self._grpc)
+        self._grpc.start()
+
+        uv_config = uvicorn.Config(build_app(ctx), log_level="warning", lifespan="off", access_log=False)
+        self._http = uvicorn.Server(uv_config)
+        self._http_task = asyncio.create_task(self._http.serve(sockets=[http_sock]))
+        await self.engine.start()
+        while not self._http.started:
+            await asyncio.sleep(0.01)
+        ctx.ready = True
+        self._print_banner()
+
+    async def stop(self) -> None:
+        log.info("flytelite shutting down")
+        self.ctx.ready = False
+        await self._mux.stop()
+        await self.engine.stop()
+        self._grpc.stop(grace=2).wait()
+        self._http.should_exit = True
+        await self._http_task
+        self.ctx.db.dispose()
+
+    def _print_banner(self) -> None:
+        port = self.port
+        print(
+            f"flytelite is ready on port {port} (gRPC and HTTP), home {self.config.home}\n"
+            f"  admin endpoint: localhost:{port} (insecure)\n"
+            f"  console:        http://localhost:{port}/console\n"
+            f"Point flytekit at it:\n"
+            f"  export FLYTE_PLATFORM_URL=localhost:{port}\n"
+            f"  export FLYTE_PLATFORM_INSECURE=true",
+            flush=True,
+        )

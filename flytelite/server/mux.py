@@ -1,0 +1,81 @@
+"""One public port for gRPC and HTTP.
+
+gRPC clients open with the HTTP/2 connection preface; everything else is HTTP/1.
+Each accepted connection is sniffed and spliced to the internal gRPC or HTTP
+listener on loopback. The proxy only copies bytes; it never parses a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+log = logging.getLogger(__name__)
+
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+SNIFF_TIMEOUT = 30.0
+CHUNK = 256 * 1024
+
+
+async def _sniff(reader: asyncio.StreamReader) -> bytes:
+    """Read just enough bytes to tell the HTTP/2 preface from anything else."""
+    data = b""
+    while len(data) < len(H2_PREFACE) and H2_PREFACE.startswith(data):
+        chunk = await reader.read(len(H2_PREFACE) - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while chunk := await reader.read(CHUNK):
+            writer.write(chunk)
+            await writer.drain()
+    except (ConnectionError, asyncio.IncompleteReadError, OSError):
+        pass
+    finally:
+        with contextlib.suppress(Exception):
+            if writer.can_write_eof():
+                writer.write_eof()
+
+
+class PortMux:
+    def __init__(self, host: str, port: int, grpc_port: int, http_port: int):
+        self.host, self.port = host, port
+        self.grpc_port, self.http_port = grpc_port, http_port
+        self._server: asyncio.base_events.Server | None = None
+        self._conns: set[asyncio.Task] = set()
+
+    async def start(self) -> int:
+        self._server = await asyncio.start_server(self._handle, self.host, self.port, reuse_address=True)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self.port
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        for task in list(self._conns):
+            task.cancel()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        self._conns.add(task)
+        try:
+            head = await asyncio.wait_for(_sniff(reader), SNIFF_TIMEOUT)
+            if not head:
+                return
+            target = self.grpc_port if head.startswith(H2_PREFACE) else self.http_port
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", target)
+            up_writer.write(head)
+            await asyncio.gather(_pump(reader, up_writer), _pump(up_reader, writer))
+            up_writer.close()
+        except (asyncio.TimeoutError, ConnectionError, OSError):
+            pass
+        finally:
+            self._conns.discard(task)
+            with contextlib.suppress(Exception):
+                writer.close()

@@ -1,0 +1,3 @@
+from flytelite.storage.blobstore import BlobStore
+
+__all__ = ["BlobStore"]

@@ -1,0 +1,39 @@
+"""The execution-level settings admin hands to propeller with a FlyteWorkflow row (JSON-persisted)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ExecutionSpec:
+    project: str
+    domain: str
+    name: str
+    # LiteralMap of the workflow's inputs (start-node outputs), in the blob store.
+    inputs_uri: str
+    raw_output_prefix: str
+    # Identifiers as "project/domain/name/version" strings ("" when not applicable).
+    launch_plan: str = ""
+    workflow: str = ""
+    max_parallelism: int = 25
+    envs: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    interruptible: bool | None = None
+    overwrite_cache: bool = False
+    principal: str = ""
+    # Child executions (launch-plan nodes): the parent's execution name and node execution id.
+    parent_execution: str = ""
+    parent_node_id: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> ExecutionSpec:
+        data = json.loads(text)
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})

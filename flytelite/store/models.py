@@ -1,0 +1,185 @@
+"""SQLAlchemy models: every piece of flytelite's state that is not a blob.
+
+Protobuf messages persist as serialized bytes (`*_pb` columns); the columns
+beside them exist only so lists can filter and sort in SQL.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Project(Base):
+    __tablename__ = "projects"
+    identifier: Mapped[str] = mapped_column(String(255), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255))
+    description: Mapped[str] = mapped_column(Text, default="")
+    state: Mapped[int] = mapped_column(Integer, default=0)
+    labels_pb: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class _Entity:
+    """Columns shared by tasks, workflows and launch plans: a versioned, immutable entity."""
+
+    project: Mapped[str] = mapped_column(String(255), primary_key=True)
+    domain: Mapped[str] = mapped_column(String(255), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    version: Mapped[str] = mapped_column(String(255), primary_key=True)
+    # Digest of the registered spec: identical re-registration succeeds, different content is refused.
+    digest: Mapped[str] = mapped_column(String(64))
+    spec_pb: Mapped[bytes] = mapped_column(LargeBinary)
+    closure_pb: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Task(_Entity, Base):
+    __tablename__ = "tasks"
+    task_type: Mapped[str] = mapped_column(String(255), default="")
+
+
+class Workflow(_Entity, Base):
+    __tablename__ = "workflows"
+
+
+class LaunchPlan(_Entity, Base):
+    __tablename__ = "launch_plans"
+    workflow_name: Mapped[str] = mapped_column(String(255))
+    workflow_version: Mapped[str] = mapped_column(String(255))
+    # flyteidl.admin.LaunchPlanState: 0 INACTIVE, 1 ACTIVE.
+    state: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    schedule_type: Mapped[str] = mapped_column(String(32), default="")
+
+
+class NamedEntity(Base):
+    """Metadata (description, state) that applies to every version of a named entity."""
+
+    __tablename__ = "named_entities"
+    resource_type: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project: Mapped[str] = mapped_column(String(255), primary_key=True)
+    domain: Mapped[str] = mapped_column(String(255), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    state: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class Execution(Base):
+    __tablename__ = "executions"
+    project: Mapped[str] = mapped_column(String(255), primary_key=True)
+    domain: Mapped[str] = mapped_column(String(255), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    launch_plan_name: Mapped[str] = mapped_column(String(255), default="")
+    launch_plan_version: Mapped[str] = mapped_column(String(255), default="")
+    workflow_name: Mapped[str] = mapped_column(String(255), default="")
+    workflow_version: Mapped[str] = mapped_column(String(255), default="")
+    task_name: Mapped[str] = mapped_column(String(255), default="")
+    phase: Mapped[int] = mapped_column(Integer, default=0)
+    mode: Mapped[int] = mapped_column(Integer, default=0)
+    # 0 active, 1 archived (flyteidl.admin.ExecutionState).
+    state: Mapped[int] = mapped_column(Integer, default=0)
+    spec_pb: Mapped[bytes] = mapped_column(LargeBinary)
+    closure_pb: Mapped[bytes] = mapped_column(LargeBinary)
+    inputs_uri: Mapped[str] = mapped_column(Text, default="")
+    user_inputs_uri: Mapped[str] = mapped_column(Text, default="")
+    error_kind: Mapped[str] = mapped_column(String(32), default="")
+    # For a child execution started by a launch-plan node: the parent node execution.
+    parent_node_execution_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    duration: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class NodeExecution(Base):
+    __tablename__ = "node_executions"
+    __table_args__ = (
+        UniqueConstraint("project", "domain", "execution_name", "node_id", name="uq_node_execution"),
+        Index("ix_node_executions_parent", "project", "domain", "execution_name", "parent_id"),
+    )
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
+    project: Mapped[str] = mapped_column(String(255))
+    domain: Mapped[str] = mapped_column(String(255))
+    execution_name: Mapped[str] = mapped_column(String(255))
+    # The node execution's unique id within its execution (nested nodes get generated ids).
+    node_id: Mapped[str] = mapped_column(String(512))
+    parent_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    phase: Mapped[int] = mapped_column(Integer, default=0)
+    input_uri: Mapped[str] = mapped_column(Text, default="")
+    closure_pb: Mapped[bytes] = mapped_column(LargeBinary)
+    metadata_pb: Mapped[bytes] = mapped_column(LargeBinary)
+    # flyteidl.core.CompiledWorkflowClosure of a dynamic node, for GetNodeExecutionData.
+    dynamic_workflow_pb: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    duration: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class TaskExecution(Base):
+    __tablename__ = "task_executions"
+    __table_args__ = (
+        UniqueConstraint(
+            "project", "domain", "execution_name", "node_id", "task_project", "task_domain",
+            "task_name", "task_version", "retry_attempt", name="uq_task_execution",
+        ),
+    )
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
+    project: Mapped[str] = mapped_column(String(255))
+    domain: Mapped[str] = mapped_column(String(255))
+    execution_name: Mapped[str] = mapped_column(String(255))
+    node_id: Mapped[str] = mapped_column(String(512))
+    task_project: Mapped[str] = mapped_column(String(255))
+    task_domain: Mapped[str] = mapped_column(String(255))
+    task_name: Mapped[str] = mapped_column(String(255))
+    task_version: Mapped[str] = mapped_column(String(255))
+    retry_attempt: Mapped[int] = mapped_column(Integer, default=0)
+    phase: Mapped[int] = mapped_column(Integer, default=0)
+    input_uri: Mapped[str] = mapped_column(Text, default="")
+    closure_pb: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    duration: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class FlyteWorkflow(Base):
+    """The engine's executable workflow: the compiled spec plus its mutable status.
+
+    Admin creates it with the execution (as FlyteAdmin creates the FlyteWorkflow
+    resource); propeller alone updates `status_json`.
+    """
+
+    __tablename__ = "flyte_workflows"
+    project: Mapped[str] = mapped_column(String(255), primary_key=True)
+    domain: Mapped[str] = mapped_column(String(255), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    # flyteidl.core.CompiledWorkflowClosure the execution runs.
+    closure_pb: Mapped[bytes] = mapped_column(LargeBinary)
+    # Execution-level settings the engine needs (JSON): inputs uri, raw output prefix,
+    # max parallelism, envs, labels, annotations, interruptible, overwrite_cache, launch plan id ...
+    spec_json: Mapped[str] = mapped_column(Text)
+    status_json: Mapped[str] = mapped_column(Text, default="{}")
+    # Set by TerminateExecution; propeller aborts and clears nothing.
+    abort_cause: Mapped[str | None] = mapped_column(Text, nullable=True)
+    done: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
