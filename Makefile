@@ -19,7 +19,7 @@ start: $(VENV)/.installed
 	$(VENV)/bin/flytelite start $(ARGS)
 
 test: $(VENV)/.dev-installed
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check flytelite tests

@@ -1,0 +1,40 @@
+"""Helpers for end-to-end tests: run real pyflyte against a test server and read results with FlyteRemote."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+WORKFLOWS = Path(__file__).parent / "workflows"
+PYFLYTE = str(Path(sys.executable).parent / "pyflyte")
+EXECUTION_URL = re.compile(r"/console/projects/([^/\s]+)/domains/([^/\s]+)/executions/([a-z0-9-]+)")
+
+
+def copy_workflows(dest: Path, *names: str) -> Path:
+    """Copy workflow files into a folder of the test's own (pyflyte packages the whole folder)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copy(WORKFLOWS / name, dest / name)
+    return dest
+
+
+def pyflyte(server, *args: str, cwd: Path, check: bool = True, timeout: float = 180) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        [PYFLYTE, "--config", str(server.config_path), *args],
+        cwd=cwd, env=server.client_env(), capture_output=True, text=True, timeout=timeout,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"pyflyte {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def run_remote(server, folder: Path, file: str, entity: str, *inputs: str) -> str:
+    """`pyflyte run --remote file entity --inputs...`; returns the execution name from the printed URL."""
+    proc = pyflyte(server, "run", "--remote", "--project", "flytesnacks", "--domain", "development",
+                   file, entity, *inputs, cwd=folder)
+    match = EXECUTION_URL.search(proc.stdout + proc.stderr)
+    assert match, f"no execution URL in pyflyte output:\n{proc.stdout}\n{proc.stderr}"
+    return match.group(3)
