@@ -2,90 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from dataclasses import dataclass, field
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@dataclass
-class RunningServer:
-    """A flytelite server process and the flytekit configuration that reaches it."""
-
-    home: Path
-    port: int
-    config_path: Path
-    log_path: Path
-    proc: subprocess.Popen | None = None
-    extra_args: list[str] = field(default_factory=list)
-
-    @property
-    def endpoint(self) -> str:
-        return f"localhost:{self.port}"
-
-    @property
-    def url(self) -> str:
-        return f"http://localhost:{self.port}"
-
-    def client_env(self) -> dict[str, str]:
-        """Environment for a flytekit client process (pyflyte) pointed at this server."""
-        env = dict(os.environ)
-        env["FLYTECTL_CONFIG"] = str(self.config_path)
-        env.pop("FLYTE_PLATFORM_URL", None)
-        return env
-
-    def start(self, timeout: float = 60) -> None:
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "flytelite.cli", "start", "--port", str(self.port), "--home", str(self.home),
-             "--host", "127.0.0.1", *self.extra_args],
-            stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"flytelite exited with {self.proc.returncode}:\n{self.log_path.read_text()}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/healthz", timeout=1) as resp:
-                    if resp.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError(f"flytelite did not become healthy in {timeout}s:\n{self.log_path.read_text()}")
-
-    def stop(self, sig: int = 15, timeout: float = 20) -> int:
-        if self.proc is None:
-            return 0
-        self.proc.send_signal(sig)
-        try:
-            return self.proc.wait(timeout)
-        finally:
-            self.proc = None
-
-    def log_text(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-
-def make_server(tmp_path: Path) -> RunningServer:
-    home = tmp_path / "flytelite-home"
-    port = free_port()
-    config = tmp_path / "flytekit-config.yaml"
-    config.write_text(f"admin:\n  endpoint: dns:///localhost:{port}\n  insecure: true\n")
-    return RunningServer(home=home, port=port, config_path=config, log_path=tmp_path / "server.log")
+from flytelite.testing import RunningServer, make_server
 
 
 @pytest.fixture(scope="session")

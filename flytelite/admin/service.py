@@ -8,13 +8,13 @@ from __future__ import annotations
 from flyteidl.service import admin_pb2_grpc
 
 from flytelite.admin.executions import ExecutionsApi
+from flytelite.admin.grpc_errors import fill_unimplemented
 from flytelite.admin.launch_plans import LaunchPlansApi
 from flytelite.admin.node_executions import NodeExecutionsApi
 from flytelite.admin.projects import ProjectsApi
 from flytelite.admin.task_executions import TaskExecutionsApi
 from flytelite.admin.tasks import TasksApi
 from flytelite.admin.workflows import WorkflowsApi
-from flytelite.admin.grpc_errors import fill_unimplemented
 from flytelite.context import Context
 
 
