@@ -1,14 +1,161 @@
-"""DataProxyService. TODO: being written."""
+"""DataProxyService: signed URLs on flytelite's own HTTP port for uploading and downloading blobs.
 
-from flyteidl.service import dataproxy_pb2_grpc
+`pyflyte run --remote` and `pyflyte register` ask CreateUploadLocation first and
+PUT their code tarball to the returned `signed_url`; `native_url` is where it
+lands in the blob store. Uploads go to `<uploads>/<project>/<domain>/<root>/<filename>`
+where `<root>` is `filename_root` or the base32 MD5 of the content, as in
+FlyteAdmin. This module only signs; the HTTP side (flytelite.console.transfer)
+moves the bytes. GetData (flyte:// URIs) is not offered yet.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+import secrets
+import string
+
+from flyteidl.admin import node_execution_pb2
+from flyteidl.service import dataproxy_pb2, dataproxy_pb2_grpc
+from google.protobuf import timestamp_pb2
+from sqlalchemy import select
 
 from flytelite.admin.grpc_errors import fill_unimplemented
 from flytelite.context import Context
+from flytelite.errors import AlreadyExists, InvalidArgument, NotFound
+from flytelite.storage.signing import (
+    SignedBlobs,
+    UrlSigner,
+    download_url,
+    load_or_create_secret,
+    safe_relative_path,
+    upload_url,
+)
+from flytelite.store.models import NodeExecution
+
+# FlyteAdmin's default length for generated upload file names.
+_RANDOM_NAME_LENGTH = 20
+_NAME_CHARS = string.ascii_lowercase + string.digits
+
+
+def signed_blobs(ctx: Context) -> SignedBlobs:
+    """The signer every HTTP and gRPC handler of this server shares (same secret file under home)."""
+    return SignedBlobs(ctx.blobs, UrlSigner(load_or_create_secret(ctx.config.home)))
 
 
 class DataProxyService(dataproxy_pb2_grpc.DataProxyServiceServicer):
     def __init__(self, ctx: Context):
         self.ctx = ctx
+        self.signed = signed_blobs(ctx)
+
+    def _lifetime(self, request, what: str) -> int:
+        """Seconds a URL stays valid: the client's expires_in, capped by config.upload_url_seconds."""
+        limit = self.ctx.config.upload_url_seconds
+        if not request.HasField("expires_in"):
+            return limit
+        seconds = request.expires_in.ToTimedelta().total_seconds()
+        if seconds < 0 or seconds > limit:
+            raise InvalidArgument(f"{what}: expires_in {seconds:g}s must lie between 0 and {limit}s "
+                                  "(upload_url_seconds in flytelite's config)")
+        return math.ceil(seconds) or limit
+
+    def _expiry(self, seconds: int) -> int:
+        return math.ceil(self.ctx.clock.now().timestamp()) + seconds
+
+    def CreateUploadLocation(self, request: dataproxy_pb2.CreateUploadLocationRequest, context):
+        if not request.project or not request.domain:
+            raise InvalidArgument("CreateUploadLocation needs both project and domain, got "
+                                  f"project={request.project!r} domain={request.domain!r}")
+        if not request.content_md5 and not request.filename_root:
+            raise InvalidArgument("CreateUploadLocation needs content_md5 (the MD5 digest of the file) or "
+                                  "filename_root (a folder name for the upload); got neither")
+        if request.content_md5 and len(request.content_md5) != 16:
+            raise InvalidArgument(f"content_md5 must be the 16-byte MD5 digest of the file, got "
+                                  f"{len(request.content_md5)} bytes")
+        md5_b64 = base64.b64encode(request.content_md5).decode() if request.content_md5 else ""
+        root = request.filename_root or base64.b32encode(request.content_md5).decode()
+        filename = request.filename or "".join(secrets.choice(_NAME_CHARS) for _ in range(_RANDOM_NAME_LENGTH))
+        relative = safe_relative_path(f"{request.project}/{request.domain}/{root}/{filename}")
+        native_url = self.ctx.blobs.join(self.ctx.blobs.uploads_prefix(), relative)
+        if request.filename and request.filename_root:
+            # A caller-chosen name may exist already: rewriting it is allowed only with the same content.
+            self._refuse_different_content(native_url, request.content_md5)
+
+        seconds = self._lifetime(request, "CreateUploadLocation")
+        expires = self._expiry(seconds)
+        token = self.signed.token("PUT", native_url, expires, md5_b64)
+        response = dataproxy_pb2.CreateUploadLocationResponse(
+            signed_url=upload_url(self.ctx.public_url, token),
+            native_url=native_url,
+            expires_at=_timestamp(expires),
+        )
+        if md5_b64:
+            response.headers["Content-MD5"] = md5_b64
+        return response
+
+    def _refuse_different_content(self, path: str, content_md5: bytes) -> None:
+        blobs = self.ctx.blobs
+        if not blobs.exists(path):
+            return
+        if not content_md5:
+            raise AlreadyExists(f"file already exists at {path}; pass content_md5 of the same content to "
+                                "upload it again, or choose another filename_root")
+        digest = hashlib.md5()
+        with blobs.fs.open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                digest.update(chunk)
+        if digest.digest() != content_md5:
+            raise AlreadyExists(f"file already exists at {path} with different content; choose another "
+                                "filename_root or filename")
+
+    def CreateDownloadLocation(self, request: dataproxy_pb2.CreateDownloadLocationRequest, context):
+        signed_url, expires_at = self._download(request.native_url, self._lifetime(request, "CreateDownloadLocation"))
+        return dataproxy_pb2.CreateDownloadLocationResponse(signed_url=signed_url, expires_at=expires_at)
+
+    def CreateDownloadLink(self, request: dataproxy_pb2.CreateDownloadLinkRequest, context):
+        if request.artifact_type != dataproxy_pb2.ARTIFACT_TYPE_DECK:
+            raise InvalidArgument("CreateDownloadLink supports artifact_type ARTIFACT_TYPE_DECK only, got "
+                                  f"{dataproxy_pb2.ArtifactType.Name(request.artifact_type)}")
+        if not request.HasField("node_execution_id"):
+            raise InvalidArgument("CreateDownloadLink needs node_execution_id")
+        node_uri = self._deck_uri(request.node_execution_id)
+        if not self.ctx.blobs.exists(node_uri):
+            raise NotFound(f"the deck {node_uri} does not exist yet; if the task renders its deck while "
+                           "running, try again once it has called persist()")
+        signed_url, expires_at = self._download(node_uri, self._lifetime(request, "CreateDownloadLink"))
+        urls = dataproxy_pb2.PreSignedURLs(signed_url=[signed_url], expires_at=expires_at)
+        return dataproxy_pb2.CreateDownloadLinkResponse(signed_url=[signed_url], expires_at=expires_at,
+                                                        pre_signed_urls=urls)
+
+    def _deck_uri(self, node_id) -> str:
+        ex = node_id.execution_id
+        with self.ctx.db.session() as session:
+            row = session.scalars(select(NodeExecution).where(
+                NodeExecution.project == ex.project, NodeExecution.domain == ex.domain,
+                NodeExecution.execution_name == ex.name, NodeExecution.node_id == node_id.node_id)).first()
+        if row is None:
+            raise NotFound(f"node execution {node_id.node_id} of execution {ex.project}/{ex.domain}/{ex.name} "
+                           "does not exist")
+        closure = node_execution_pb2.NodeExecutionClosure.FromString(row.closure_pb)
+        if not closure.deck_uri:
+            raise NotFound(f"node execution {node_id.node_id} of execution {ex.project}/{ex.domain}/{ex.name} "
+                           "has no deck (enable_deck=True on the task makes one)")
+        return closure.deck_uri
+
+    def _download(self, native_url: str, seconds: int) -> tuple[str, timestamp_pb2.Timestamp]:
+        if not native_url:
+            raise InvalidArgument("native_url is empty: pass the blob path to download")
+        expires = self._expiry(seconds)
+        name = native_url.rstrip("/").rsplit("/", 1)[-1]
+        token = self.signed.token("GET", native_url, expires)
+        return download_url(self.ctx.public_url, token, name), _timestamp(expires)
+
+
+def _timestamp(unix_seconds: int) -> timestamp_pb2.Timestamp:
+    ts = timestamp_pb2.Timestamp()
+    ts.FromSeconds(unix_seconds)
+    return ts
 
 
 fill_unimplemented(DataProxyService, dataproxy_pb2_grpc.DataProxyServiceServicer)

@@ -22,7 +22,7 @@ class BlobStore:
     def __init__(self, root: str):
         self.is_local = "://" not in root
         if self.is_local:
-            root = os.path.abspath(os.path.expanduser(root))
+            root = os.path.realpath(os.path.expanduser(root))
             os.makedirs(root, exist_ok=True)
         self.root = root.rstrip("/")
         self.fs, _ = fsspec.core.url_to_fs(self.root)

@@ -1,0 +1,58 @@
+"""GET /logs/<path>: task attempt log files under config.logs_dir, as plain text; nothing outside it.
+
+Propeller links each attempt's log as f"{ctx.public_url}/logs/<path relative to logs_dir>".
+`?follow=1` wraps the end of the log in a page that reloads itself every two seconds.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
+
+from flytelite.context import Context
+
+# The follow view shows the end of a log; the whole file is one click away.
+FOLLOW_TAIL_BYTES = 256 * 1024
+
+
+def resolve_log(logs_dir: Path, relative: str) -> Path | None:
+    """The log file `relative` names under `logs_dir`, or None if it is missing or lies outside."""
+    root = logs_dir.resolve()
+    target = (root / relative).resolve()
+    if not target.is_relative_to(root) or target == root or not target.is_file():
+        return None
+    return target
+
+
+def log_endpoint(ctx: Context):
+    def serve_log(request: Request) -> Response:
+        relative = request.path_params["path"]
+        target = resolve_log(ctx.config.logs_dir, relative)
+        if target is None:
+            return PlainTextResponse(f"no log file {relative!r} under flytelite's logs folder\n", status_code=404)
+        if request.query_params.get("follow") not in (None, "", "0"):
+            return HTMLResponse(_follow_page(relative, _tail(target)))
+        return FileResponse(target, media_type="text/plain; charset=utf-8")
+
+    return serve_log
+
+
+def _tail(path: Path) -> str:
+    with open(path, "rb") as f:
+        f.seek(0, 2)
+        size = f.tell()
+        f.seek(max(0, size - FOLLOW_TAIL_BYTES))
+        data = f.read()
+    prefix = f"... (showing the last {FOLLOW_TAIL_BYTES} of {size} bytes)\n" if size > FOLLOW_TAIL_BYTES else ""
+    return prefix + data.decode("utf-8", errors="replace")
+
+
+def _follow_page(relative: str, text: str) -> str:
+    name = html.escape(relative)
+    return (f"<!doctype html><html><head><meta charset='utf-8'><meta http-equiv='refresh' content='2'>"
+            f"<title>{name}</title></head><body style='margin:0'><pre style='white-space:pre-wrap;margin:8px'>"
+            f"{html.escape(text)}</pre><a id='end' href='?'>whole file</a>"
+            "<script>window.scrollTo(0, document.body.scrollHeight)</script></body></html>")

@@ -1,0 +1,245 @@
+"""What the console shows, read straight from the store rows and blobs admin keeps (read-only).
+
+Executions, node executions and task executions are read as FlyteAdmin keeps
+them: closures in `closure_pb`, inputs and outputs as LiteralMap blobs at the
+URIs the closures name. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from flyteidl.admin import execution_pb2, node_execution_pb2, task_execution_pb2
+from flyteidl.core import catalog_pb2, literals_pb2
+from google.protobuf import duration_pb2, timestamp_pb2
+from sqlalchemy import select
+
+from flytelite.context import Context
+from flytelite.idl.phases import (
+    NODE_TERMINAL,
+    TASK_TERMINAL,
+    WORKFLOW_TERMINAL,
+    node_phase_name,
+    task_phase_name,
+    workflow_phase_name,
+)
+from flytelite.idl.times import from_timestamp
+from flytelite.store.models import Execution, NodeExecution, TaskExecution
+
+# FlyteConsole hides the start and end nodes; their data is the workflow's inputs and outputs.
+HIDDEN_NODES = frozenset({"start-node", "end-node"})
+# Above this many node executions, node inputs and outputs are not read (one page refresh, many blobs).
+MAX_NODES_WITH_DATA = 200
+
+
+@dataclass
+class Data:
+    """A LiteralMap blob: its literals, or why they could not be shown."""
+
+    uri: str = ""
+    literals: literals_pb2.LiteralMap | None = None
+    problem: str = ""
+
+
+@dataclass
+class AttemptView:
+    retry_attempt: int
+    phase: str
+    started_at: datetime | None
+    duration: float | None
+    logs: list[tuple[str, str]]
+    error: str = ""
+    reason: str = ""
+
+
+@dataclass
+class NodeView:
+    row_id: int
+    node_id: str
+    spec_node_id: str
+    phase: str
+    started_at: datetime | None
+    duration: float | None
+    error: str = ""
+    cache_status: str = ""
+    deck_uri: str = ""
+    inputs: Data | None = None
+    outputs: Data | None = None
+    attempts: list[AttemptView] = field(default_factory=list)
+    children: list[NodeView] = field(default_factory=list)
+
+
+@dataclass
+class ExecutionView:
+    project: str
+    domain: str
+    name: str
+    phase: str
+    running: bool
+    launch_plan: str
+    workflow: str
+    created_at: datetime | None
+    started_at: datetime | None
+    duration: float | None
+    inputs: Data
+    outputs: Data
+    error: str = ""
+    abort_cause: str = ""
+    nodes: list[NodeView] = field(default_factory=list)
+    node_count: int = 0
+
+
+@dataclass
+class ExecutionSummary:
+    project: str
+    domain: str
+    name: str
+    phase: str
+    launch_plan: str
+    created_at: datetime | None
+    duration: float | None
+
+
+def _time(ts: timestamp_pb2.Timestamp, fallback: datetime | None = None) -> datetime | None:
+    if ts.seconds or ts.nanos:
+        return from_timestamp(ts)
+    return fallback
+
+
+def _duration(d: duration_pb2.Duration, started: datetime | None, running: bool, now: datetime) -> float | None:
+    """The closure's duration, or the time since start while still running."""
+    if running and started is not None:
+        return max(0.0, (now - started).total_seconds())
+    if d.seconds or d.nanos:
+        return d.ToTimedelta().total_seconds()
+    return None
+
+
+def _error(err) -> str:
+    if not err.message and not err.code:
+        return ""
+    return f"[{err.code}] {err.message}" if err.code else err.message
+
+
+def read_data(ctx: Context, uri: str, inline: literals_pb2.LiteralMap | None = None) -> Data:
+    """The LiteralMap at `uri` (or the inline one older closures carry)."""
+    if not uri:
+        return Data(literals=inline) if inline is not None and inline.literals else Data()
+    try:
+        lm = ctx.blobs.read_proto_if_exists(uri, literals_pb2.LiteralMap)
+    except Exception as exc:  # noqa: BLE001 - an unreadable blob is reported on the page, not a 500
+        return Data(uri=uri, problem=f"could not read {uri}: {type(exc).__name__}: {exc}")
+    if lm is None:
+        return Data(uri=uri, problem=f"{uri} does not exist (yet)")
+    return Data(uri=uri, literals=lm)
+
+
+def recent_executions(ctx: Context, limit: int = 100) -> list[ExecutionSummary]:
+    with ctx.db.session() as session:
+        rows = session.scalars(select(Execution).order_by(Execution.created_at.desc()).limit(limit)).all()
+    now = ctx.clock.now()
+    out = []
+    for row in rows:
+        closure = execution_pb2.ExecutionClosure.FromString(row.closure_pb)
+        phase = closure.phase or row.phase
+        started = _time(closure.started_at, row.started_at)
+        out.append(ExecutionSummary(
+            project=row.project, domain=row.domain, name=row.name, phase=workflow_phase_name(phase),
+            launch_plan=row.launch_plan_name or row.task_name or row.workflow_name,
+            created_at=_time(closure.created_at, row.created_at),
+            duration=_duration(closure.duration, started, phase not in WORKFLOW_TERMINAL, now),
+        ))
+    return out
+
+
+def load_execution(ctx: Context, project: str, domain: str, name: str) -> ExecutionView | None:
+    """Everything the execution page shows, or None when there is no such execution."""
+    with ctx.db.session() as session:
+        row = session.get(Execution, (project, domain, name))
+        if row is None:
+            return None
+        node_rows = session.scalars(select(NodeExecution).where(
+            NodeExecution.project == project, NodeExecution.domain == domain,
+            NodeExecution.execution_name == name).order_by(NodeExecution.created_at, NodeExecution.id)).all()
+        task_rows = session.scalars(select(TaskExecution).where(
+            TaskExecution.project == project, TaskExecution.domain == domain,
+            TaskExecution.execution_name == name).order_by(TaskExecution.retry_attempt, TaskExecution.id)).all()
+
+    now = ctx.clock.now()
+    closure = execution_pb2.ExecutionClosure.FromString(row.closure_pb)
+    spec = execution_pb2.ExecutionSpec.FromString(row.spec_pb)
+    phase = closure.phase or row.phase
+    running = phase not in WORKFLOW_TERMINAL
+    started = _time(closure.started_at, row.started_at)
+    lp = spec.launch_plan
+    wf = closure.workflow_id
+    view = ExecutionView(
+        project=project, domain=domain, name=name, phase=workflow_phase_name(phase), running=running,
+        launch_plan=f"{lp.name} ({lp.version})" if lp.name else row.launch_plan_name,
+        workflow=f"{wf.name} ({wf.version})" if wf.name else row.workflow_name or row.task_name,
+        created_at=_time(closure.created_at, row.created_at), started_at=started,
+        duration=_duration(closure.duration, started, running, now),
+        inputs=read_data(ctx, row.inputs_uri, closure.computed_inputs if closure.HasField("computed_inputs") else None),
+        outputs=read_data(ctx, closure.outputs.uri, closure.outputs.values if closure.outputs.HasField("values")
+                          else closure.output_data),
+        error=_error(closure.error),
+        abort_cause=closure.abort_metadata.cause or closure.abort_cause,
+    )
+    attempts = _attempts(task_rows, now)
+    view.nodes, view.node_count = _node_tree(ctx, node_rows, attempts, now)
+    return view
+
+
+def _attempts(task_rows, now: datetime) -> dict[str, list[AttemptView]]:
+    by_node: dict[str, list[AttemptView]] = {}
+    for row in task_rows:
+        c = task_execution_pb2.TaskExecutionClosure.FromString(row.closure_pb)
+        phase = c.phase or row.phase
+        started = _time(c.started_at, row.started_at)
+        running = phase not in TASK_TERMINAL
+        by_node.setdefault(row.node_id, []).append(AttemptView(
+            retry_attempt=row.retry_attempt, phase=task_phase_name(phase), started_at=started,
+            duration=_duration(c.duration, started, running, now),
+            logs=[(log.name or "logs", log.uri) for log in c.logs if log.uri],
+            error=_error(c.error), reason=c.reason,
+        ))
+    return by_node
+
+
+def _node_tree(ctx: Context, node_rows, attempts: dict[str, list[AttemptView]], now: datetime):
+    with_data = len(node_rows) <= MAX_NODES_WITH_DATA
+    views: dict[int, NodeView] = {}
+    parents: dict[int, int | None] = {}
+    for row in node_rows:
+        c = node_execution_pb2.NodeExecutionClosure.FromString(row.closure_pb)
+        meta = node_execution_pb2.NodeExecutionMetaData.FromString(row.metadata_pb or b"")
+        spec_id = meta.spec_node_id or row.node_id
+        if spec_id in HIDDEN_NODES or row.node_id in HIDDEN_NODES:
+            continue
+        phase = c.phase or row.phase
+        started = _time(c.started_at, row.started_at)
+        running = phase not in NODE_TERMINAL
+        cache = c.task_node_metadata.cache_status if c.HasField("task_node_metadata") else 0
+        node = NodeView(
+            row_id=row.id, node_id=row.node_id, spec_node_id=spec_id, phase=node_phase_name(phase),
+            started_at=started, duration=_duration(c.duration, started, running, now), error=_error(c.error),
+            cache_status=_cache_status_name(cache), deck_uri=c.deck_uri,
+            attempts=attempts.get(row.node_id, []),
+        )
+        if with_data:
+            node.inputs = read_data(ctx, row.input_uri)
+            node.outputs = read_data(ctx, c.output_uri, c.output_data if c.HasField("output_data") else None)
+        views[row.id] = node
+        parents[row.id] = row.parent_id
+    roots = []
+    for row_id, node in views.items():
+        parent = views.get(parents[row_id]) if parents[row_id] is not None else None
+        (parent.children if parent is not None else roots).append(node)
+    return roots, len(views)
+
+
+def _cache_status_name(status: int) -> str:
+    if not status:
+        return ""
+    return catalog_pb2.CatalogCacheStatus.Name(status).removeprefix("CACHE_")

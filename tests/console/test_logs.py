@@ -1,0 +1,57 @@
+"""GET /logs/<path>: task logs as text, never anything outside the logs folder."""
+
+from __future__ import annotations
+
+import http.client
+import os
+
+import requests
+
+
+def raw_get(console, path: str) -> tuple[int, bytes]:
+    """A GET whose path goes on the wire exactly as written (no client-side dot-segment removal)."""
+    host, port = console.url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    conn.request("GET", path)
+    resp = conn.getresponse()
+    status, body = resp.status, resp.read()
+    conn.close()
+    return status, body
+
+
+def test_log_is_served_as_text(console):
+    logs = console.ctx.config.logs_dir
+    (logs / "flytesnacks-development-abc" / "n0").mkdir(parents=True)
+    (logs / "flytesnacks-development-abc" / "n0" / "attempt-0.log").write_text("hello from the task\n")
+    resp = requests.get(f"{console.url}/logs/flytesnacks-development-abc/n0/attempt-0.log")
+    assert resp.status_code == 200
+    assert resp.headers["content-type"].startswith("text/plain")
+    assert resp.text == "hello from the task\n"
+
+
+def test_follow_view_escapes_and_refreshes(console):
+    (console.ctx.config.logs_dir / "x.log").write_text("<script>alert(1)</script>\n")
+    resp = requests.get(f"{console.url}/logs/x.log?follow=1")
+    assert resp.status_code == 200 and "text/html" in resp.headers["content-type"]
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in resp.text
+    assert "<script>alert(1)" not in resp.text
+    assert "http-equiv='refresh'" in resp.text
+
+
+def test_missing_log_is_404(console):
+    assert requests.get(f"{console.url}/logs/nope.log").status_code == 404
+
+
+def test_traversal_out_of_the_logs_folder_is_404(console):
+    secret = console.ctx.config.home / "url-signing.key"
+    assert secret.exists()
+    for path in ["/logs/../url-signing.key", "/logs/%2e%2e/url-signing.key", "/logs/..%2furl-signing.key",
+                 "/logs/%2e%2e%2f%2e%2e%2fetc/passwd", "/logs//etc/passwd", "/logs/", "/logs/."]:
+        status, body = raw_get(console, path)
+        assert status == 404, (path, body)
+        assert secret.read_bytes() not in body
+
+
+def test_symlink_out_of_the_logs_folder_is_404(console):
+    os.symlink(console.ctx.config.home / "url-signing.key", console.ctx.config.logs_dir / "key.log")
+    assert requests.get(f"{console.url}/logs/key.log").status_code == 404
