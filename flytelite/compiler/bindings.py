@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Iterable
 
 from flyteidl.core import interface_pb2, literals_pb2, types_pb2
 
@@ -228,7 +229,7 @@ def _find_node(w: WorkflowBuilder, node_id: str, errs: E.Errors) -> NodeBuilder 
 def validate_bindings(
     w: WorkflowBuilder,
     n: NodeBuilder,
-    bindings,
+    bindings: Iterable[literals_pb2.Binding],
     params: interface_pb2.VariableMap | None,
     check_types: bool,
     direction: EdgeDirection,

@@ -49,6 +49,7 @@ class Index:
     subworkflows: dict[IdKey, compiler_pb2.CompiledWorkflow] = field(default_factory=dict)
     launch_plans: dict[IdKey, LaunchPlanInterface] = field(default_factory=dict)
     compiled_subworkflows: dict[IdKey, compiler_pb2.CompiledWorkflow] = field(default_factory=dict)
+    compiling: set[IdKey] = field(default_factory=set)  # subworkflows being compiled (recursion guard)
 
 
 class NodeBuilder:

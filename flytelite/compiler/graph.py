@@ -99,7 +99,7 @@ def topological_order(connections: workflow_pb2.ConnectionSet) -> list[str]:
     """
     upstream = {k: set(v.ids) for k, v in connections.upstream.items()}
     nodes = set(upstream) | {i for v in upstream.values() for i in v}
-    nodes |= set(connections.downstream) | {i for v in connections.downstream.values() for i in v}
+    nodes |= set(connections.downstream) | {i for v in connections.downstream.values() for i in v.ids}
     remaining = {n: set(upstream.get(n, ())) & nodes for n in nodes}
     order: list[str] = []
     ready = sorted(n for n, deps in remaining.items() if not deps)

@@ -170,3 +170,49 @@ def validate_underlying_interface(w: WorkflowBuilder, n: NodeBuilder, errs: E.Er
 
 def task_not_found_message(ident: identifier_pb2.Identifier) -> str:
     return f"Task [{id_str(ident)}] is not among the tasks provided (was it registered?)."
+
+
+def effective_outputs(n: NodeBuilder, errs: E.Errors) -> VariableMap | None:
+    """The node's outputs after applying its output aliases (None when its interface is unknown)."""
+    aliases: dict[str, str] = {}
+    for alias in n.node.output_aliases:
+        if alias.var in aliases:
+            errs.add(E.DUPLICATE_ALIAS, n.id, f"Output [{alias.var}] is aliased more than once (as [{alias.alias}]).")
+        else:
+            aliases[alias.var] = alias.alias
+    if n.interface is None:
+        return None
+    out = VariableMap()
+    for name, var in n.interface.outputs.variables.items():
+        if name in aliases:
+            out.variables[aliases.pop(name)].CopyFrom(var)
+        else:
+            out.variables[name].CopyFrom(var)
+    for var_name, alias in aliases.items():
+        errs.add(E.PARAMETER_NOT_BOUND, n.id, f"Alias [{alias}] renames output [{var_name}], which does not exist.")
+    return out
+
+
+def validate_output_var(n: NodeBuilder, name: str, errs: E.Errors) -> interface_pb2.Variable | None:
+    outputs = effective_outputs(n, errs.scope())
+    if not errs.ok:
+        return None
+    if outputs is None or name not in outputs.variables:
+        known = ", ".join(sorted(outputs.variables)) if outputs is not None else "unknown"
+        errs.add(E.VARIABLE_NAME_NOT_FOUND, n.id, f"Node [{n.id}] has no output [{name}] (its outputs: {known or 'none'}).")
+        return None
+    return outputs.variables[name]
+
+
+def validate_input_var(
+    n: NodeBuilder, name: str, require_type: bool, errs: E.Errors
+) -> tuple[interface_pb2.Variable | None, bool]:
+    """Look up an input variable of a node: (variable, found)."""
+    if n.interface is None:
+        return None, False
+    if name in n.interface.inputs.variables:
+        return n.interface.inputs.variables[name], True
+    if not require_type and any(b.var == name for b in n.node.inputs):
+        return None, False
+    errs.add(E.VARIABLE_NAME_NOT_FOUND, n.id, f"Node [{n.id}] has no input [{name}].")
+    return None, False

@@ -32,6 +32,19 @@ def _simple(s: int) -> LiteralType:
     return LiteralType(simple=s)
 
 
+def _typed(kind: str, holder, field: str) -> LiteralType:
+    """A LiteralType of ``kind`` copied from ``holder.field``.
+
+    When the value does not say its type (field unset), Flyte ends up with a type of that kind
+    whose details are missing, which no checker accepts; an unset LiteralType behaves the same.
+    """
+    if not holder.HasField(field):
+        return LiteralType()
+    out = LiteralType()
+    getattr(out, kind).CopyFrom(getattr(holder, field))
+    return out
+
+
 def literal_type_for_primitive(p: literals_pb2.Primitive) -> LiteralType:
     return _simple(_PRIMITIVE_TO_SIMPLE.get(p.WhichOneof("value"), SimpleType.NONE))
 
@@ -44,18 +57,16 @@ def literal_type_for_scalar(scalar: literals_pb2.Scalar) -> LiteralType | None:
     if kind == "blob":
         if not scalar.blob.HasField("metadata"):
             return None
-        return LiteralType(blob=scalar.blob.metadata.type)
+        return _typed("blob", scalar.blob.metadata, "type")
     if kind == "binary":
         return _simple(SimpleType.STRUCT if scalar.binary.tag == MESSAGEPACK else SimpleType.BINARY)
     if kind == "schema":
-        return LiteralType(schema=scalar.schema.type)
+        return _typed("schema", scalar.schema, "type")
     if kind == "structured_dataset":
         sd = scalar.structured_dataset
         if not sd.HasField("metadata"):
-            t = LiteralType()
-            t.structured_dataset_type.SetInParent()
-            return t
-        return LiteralType(structured_dataset_type=sd.metadata.structured_dataset_type)
+            return LiteralType()
+        return _typed("structured_dataset_type", sd.metadata, "structured_dataset_type")
     if kind == "none_type":
         return _simple(SimpleType.NONE)
     if kind == "error":
