@@ -1,7 +1,83 @@
-"""TODO: being written."""
+"""TaskExecutionsApi: FlyteAdmin's task-execution reads (the attempts of a node: list, get, data).
 
+Rows come from the engine's task events (`task_events.py`), one per retry attempt.
+"""
+
+from __future__ import annotations
+
+from flyteidl.admin import common_pb2, node_execution_pb2, task_execution_pb2
+from sqlalchemy import select
+
+from flytelite.admin.exec_data import literal_map_data, task_flyte_urls
+from flytelite.admin.executions import utc_time
+from flytelite.admin.filters import Field, apply_filters, enum_value, page
+from flytelite.admin.node_executions import ordered
 from flytelite.context import Context
+from flytelite.errors import InvalidArgument
+from flytelite.idl.phases import TaskPhase
+from flytelite.store import executions as repo
+from flytelite.store.models import NodeExecution, TaskExecution
+
+TASK_EXECUTION_FIELDS = {
+    "phase": Field(TaskExecution.phase, enum_value(TaskPhase)),
+    "retry_attempt": Field(TaskExecution.retry_attempt, int),
+    "task.name": Field(TaskExecution.task_name),
+    "task.version": Field(TaskExecution.task_version),
+    "created_at": Field(TaskExecution.created_at, utc_time),
+    "task_execution_created_at": Field(TaskExecution.created_at, utc_time),
+    "updated_at": Field(TaskExecution.updated_at, utc_time),
+    "task_execution_updated_at": Field(TaskExecution.updated_at, utc_time),
+    "started_at": Field(TaskExecution.started_at, utc_time),
+    "duration": Field(TaskExecution.duration, float),
+}
+
+
+def task_execution_to_proto(row: TaskExecution, node: NodeExecution | None) -> task_execution_pb2.TaskExecution:
+    # A dynamic task's attempt is the parent of the nodes it yielded.
+    is_parent = node is not None and node_execution_pb2.NodeExecutionMetaData.FromString(node.metadata_pb).is_dynamic
+    return task_execution_pb2.TaskExecution(
+        id=repo.task_execution_identifier(row), input_uri=row.input_uri,
+        closure=task_execution_pb2.TaskExecutionClosure.FromString(row.closure_pb), is_parent=is_parent,
+    )
 
 
 class TaskExecutionsApi:
     ctx: Context
+
+    def ListTaskExecutions(self, request: task_execution_pb2.TaskExecutionListRequest, context=None):
+        node_id = request.node_execution_id
+        ex = node_id.execution_id
+        if not (ex.project and ex.domain and ex.name and node_id.node_id):
+            raise InvalidArgument("listing task executions needs node_execution_id with its execution id and node id")
+        query = select(TaskExecution).where(
+            TaskExecution.project == ex.project, TaskExecution.domain == ex.domain,
+            TaskExecution.execution_name == ex.name, TaskExecution.node_id == node_id.node_id,
+        )
+        query = apply_filters(query, request.filters, TASK_EXECUTION_FIELDS)
+        sort_by = request.sort_by if request.HasField("sort_by") else None
+        query = ordered(query, sort_by, TASK_EXECUTION_FIELDS, TaskExecution.retry_attempt, TaskExecution.id)
+        with self.ctx.db.session() as session:
+            node = repo.find_node_execution(session, ex, node_id.node_id)
+            rows, token = page(session, query, request.limit, request.token)
+            attempts = [task_execution_to_proto(r, node) for r in rows]
+        return task_execution_pb2.TaskExecutionList(task_executions=attempts, token=token)
+
+    def GetTaskExecution(self, request: task_execution_pb2.TaskExecutionGetRequest, context=None):
+        with self.ctx.db.session() as session:
+            row = repo.get_task_execution(session, request.id)
+            node = repo.find_node_execution(session, request.id.node_execution_id.execution_id, row.node_id)
+            return task_execution_to_proto(row, node)
+
+    def GetTaskExecutionData(self, request: task_execution_pb2.TaskExecutionGetDataRequest, context=None):
+        with self.ctx.db.session() as session:
+            row = repo.get_task_execution(session, request.id)
+        closure = task_execution_pb2.TaskExecutionClosure.FromString(row.closure_pb)
+        full_inputs, inputs = literal_map_data(self.ctx, row.input_uri)
+        if closure.HasField("output_data"):
+            full_outputs, outputs = closure.output_data, common_pb2.UrlBlob()
+        else:
+            full_outputs, outputs = literal_map_data(self.ctx, closure.output_uri)
+        return task_execution_pb2.TaskExecutionGetDataResponse(
+            inputs=inputs, outputs=outputs, full_inputs=full_inputs, full_outputs=full_outputs,
+            flyte_urls=task_flyte_urls(request.id),
+        )

@@ -36,7 +36,7 @@ def test_hello_world(server, remote, tmp_path):
 
 def test_diamond_typed_values(server, remote, tmp_path):
     folder = copy_workflows(tmp_path / "wf", "diamond.py")
-    name = run_remote(server, folder, "diamond.py", "diamond_wf", "--n", "5", "--scale", "1.5", "--color", "RED")
+    name = run_remote(server, folder, "diamond.py", "diamond_wf", "--n", "5", "--scale", "1.5", "--color", "red")
     execution = wait(remote, name)
     assert execution.closure.phase == WorkflowExecutionPhase.SUCCEEDED, execution.error
     text = execution.outputs["o0"]

@@ -2,7 +2,6 @@
 
 import enum
 from dataclasses import dataclass
-from typing import Optional
 
 from flytekit import task, workflow
 
@@ -30,18 +29,18 @@ def left(values: list[int], color: Color) -> dict[str, int]:
 
 
 @task
-def right(point: Point, note: Optional[str]) -> tuple[str, bool]:
+def right(point: Point, note: str | None) -> tuple[str, bool]:
     return f"{point.label}:{point.x}:{point.y}:{note}", note is None
 
 
 @task
-def join(totals: dict[str, int], text: str, flag: bool, point: Point) -> tuple[str, Point, Optional[int]]:
+def join(totals: dict[str, int], text: str, flag: bool, point: Point) -> tuple[str, Point, int | None]:
     return f"{sorted(totals.items())}|{text}|{flag}", Point(x=point.x + 1, y=point.y, label="joined"), None
 
 
 @workflow
 def diamond_wf(n: int = 4, scale: float = 0.5, color: Color = Color.GREEN,
-               note: Optional[str] = None) -> tuple[str, Point, Optional[int]]:
+               note: str | None = None) -> tuple[str, Point, int | None]:
     values, point = start(n=n, scale=scale)
     totals = left(values=values, color=color)
     text, flag = right(point=point, note=note)

@@ -7,7 +7,9 @@ from flytekit import task, workflow
 
 @task
 def boom(x: int) -> int:
-    raise ValueError(f"boom: x was {x}, expected something else")
+    if x != 42:
+        raise ValueError(f"boom: x was {x}, expected something else")
+    return x
 
 
 @workflow

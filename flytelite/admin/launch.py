@@ -1,0 +1,227 @@
+"""Launching a workflow execution: FlyteAdmin's CreateExecution, usable by every caller that launches.
+
+The API (CreateExecution, RelaunchExecution), the scheduler (mode SCHEDULED) and
+launch-plan nodes (mode CHILD_WORKFLOW, `spec.metadata.parent_node_execution`
+set) all come through `launch_execution`. It resolves the launch plan and the
+inputs, writes `inputs.pb` / `user_inputs.pb` to the execution's data dir,
+stores the Execution row and the FlyteWorkflow the engine runs, and wakes the
+engine. It never runs anything itself.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+
+from flyteidl.admin import execution_pb2, launch_plan_pb2
+from flyteidl.core import compiler_pb2, literals_pb2
+from flyteidl.core import identifier_pb2 as idpb
+from sqlalchemy.exc import IntegrityError
+
+from flytelite.admin.entity_common import not_found, typed_id, validate_identifier, validate_project_domain
+from flytelite.admin.inputs import resolve_inputs
+from flytelite.admin.single_task import ensure_single_task_launch_plan
+from flytelite.context import Context
+from flytelite.errors import AlreadyExists, InvalidArgument, NotFound
+from flytelite.idl import ids
+from flytelite.idl.times import to_timestamp
+from flytelite.store import entities
+from flytelite.store import executions as repo
+from flytelite.store.flyteworkflow import ExecutionSpec as EngineSpec
+from flytelite.store.models import Execution, FlyteWorkflow
+
+MAX_NAME_LENGTH = 63
+_NAME = re.compile(r"^[a-z][a-z\-0-9]*$")
+# flytekit sends this principal and expects the server to put the caller's identity in its place.
+_CLIENT_PLACEHOLDER_PRINCIPAL = "placeholder"
+
+
+@dataclass
+class LaunchTarget:
+    """A launch plan and the compiled workflow it runs."""
+
+    launch_plan_id: idpb.Identifier
+    spec: launch_plan_pb2.LaunchPlanSpec
+    closure: launch_plan_pb2.LaunchPlanClosure
+    workflow_id: idpb.Identifier
+    compiled: compiler_pb2.CompiledWorkflowClosure
+
+
+class _NameReservations:
+    """Names being created right now, so two concurrent creates of one name never both write its inputs."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._names: set[tuple[str, str, str]] = set()
+
+    def reserve(self, key: tuple[str, str, str]) -> None:
+        with self._lock:
+            if key in self._names:
+                raise AlreadyExists(f"execution {'/'.join(key)} is being created by another request")
+            self._names.add(key)
+
+    def release(self, key: tuple[str, str, str]) -> None:
+        with self._lock:
+            self._names.discard(key)
+
+
+_reservations = _NameReservations()
+
+
+def launch_execution(ctx: Context, request: execution_pb2.ExecutionCreateRequest) -> idpb.WorkflowExecutionIdentifier:
+    """Create an execution as FlyteAdmin does and wake the engine; returns its identifier."""
+    _validate(ctx, request)
+    spec = execution_pb2.ExecutionSpec()
+    spec.CopyFrom(request.spec)
+    # Before flyteidl 0.15 the inputs travelled in the spec; old clients still send them there.
+    user_inputs = request.inputs if request.inputs.literals else spec.inputs
+    spec.ClearField("inputs")
+
+    lp_id = spec.launch_plan
+    if lp_id.resource_type == ids.TASK:
+        lp_id = ensure_single_task_launch_plan(ctx, lp_id)
+    target = load_launch_target(ctx, lp_id)
+    inputs = resolve_inputs(user_inputs, target.spec.fixed_inputs, target.closure.expected_inputs,
+                            ids.describe(target.launch_plan_id))
+
+    name = request.name or ids.new_execution_name()
+    key = (request.project, request.domain, name)
+    _reservations.reserve(key)
+    try:
+        exec_id = ids.execution_id(*key)
+        with ctx.db.session() as session:
+            if repo.find_execution(session, exec_id) is not None:
+                raise AlreadyExists(f"{ids.describe_execution(exec_id)} already exists; "
+                                    f"choose another name or leave it empty to get a generated one")
+            parent_row_id, parent = _parent_node_execution(session, spec)
+        exec_dir = ctx.blobs.execution_dir(*key)
+        inputs_uri = ctx.blobs.join(exec_dir, "inputs.pb")
+        user_inputs_uri = ctx.blobs.join(exec_dir, "user_inputs.pb")
+        ctx.blobs.write_proto(inputs_uri, inputs)
+        ctx.blobs.write_proto(user_inputs_uri, user_inputs)
+        _store(ctx, exec_id, spec, target, inputs_uri, user_inputs_uri, parent_row_id, parent)
+    finally:
+        _reservations.release(key)
+    ctx.notify_engine(key)
+    return exec_id
+
+
+def load_launch_target(ctx: Context, lp_id: idpb.Identifier) -> LaunchTarget:
+    lp_id = typed_id(lp_id, ids.LAUNCH_PLAN)
+    with ctx.db.session() as session:
+        lp = entities.get_launch_plan(session, lp_id)
+        if lp is None:
+            raise not_found(session, lp_id)
+        wf_id = typed_id(lp.spec.workflow_id, ids.WORKFLOW)
+        wf = entities.get_workflow(session, wf_id)
+        if wf is None:
+            raise NotFound(f"{ids.describe(wf_id)}, which {ids.describe(lp_id)} runs, does not exist")
+    return LaunchTarget(lp_id, lp.spec, lp.closure, wf_id, wf.closure.compiled_workflow)
+
+
+def _validate(ctx: Context, request: execution_pb2.ExecutionCreateRequest) -> None:
+    if request.name:
+        if len(request.name) > MAX_NAME_LENGTH:
+            raise InvalidArgument(f"execution name {request.name!r} is longer than {MAX_NAME_LENGTH} characters")
+        if not _NAME.match(request.name.lower()):
+            raise InvalidArgument(f"execution name {request.name!r} must start with a letter and contain only "
+                                  f"lowercase letters, digits and '-'")
+    with ctx.db.session() as session:
+        validate_project_domain(session, request.project, request.domain)
+    if not request.HasField("spec"):
+        raise InvalidArgument("an execution needs a spec naming the launch plan (or task) to run")
+    lp = request.spec.launch_plan
+    if lp.resource_type not in (ids.LAUNCH_PLAN, ids.TASK):
+        raise InvalidArgument(f"spec.launch_plan must name a launch plan or a task, not a "
+                              f"{idpb.ResourceType.Name(lp.resource_type)}")
+    validate_identifier(lp, lp.resource_type)
+
+
+def _parent_node_execution(session, spec: execution_pb2.ExecutionSpec) -> tuple[int | None, idpb.NodeExecutionIdentifier | None]:
+    if not spec.metadata.HasField("parent_node_execution"):
+        return None, None
+    parent = spec.metadata.parent_node_execution
+    return repo.get_node_execution(session, parent).id, parent
+
+
+def _principal(spec: execution_pb2.ExecutionSpec) -> str:
+    # flytelite has no authentication: keep what the client says unless it is flytekit's stand-in.
+    principal = spec.metadata.principal
+    return "" if principal == _CLIENT_PLACEHOLDER_PRINCIPAL else principal
+
+
+def _store(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier, spec: execution_pb2.ExecutionSpec,
+           target: LaunchTarget, inputs_uri: str, user_inputs_uri: str, parent_row_id: int | None,
+           parent: idpb.NodeExecutionIdentifier | None) -> None:
+    now = ctx.clock.now()
+    lp = target.spec
+    spec.metadata.principal = _principal(spec)
+    spec.max_parallelism = spec.max_parallelism or lp.max_parallelism or ctx.config.engine.default_max_parallelism
+    closure = execution_pb2.ExecutionClosure(
+        phase=0, created_at=to_timestamp(now), updated_at=to_timestamp(now), workflow_id=target.workflow_id,
+        state_change_details=execution_pb2.ExecutionStateChangeDetails(
+            state=execution_pb2.EXECUTION_ACTIVE, principal=spec.metadata.principal, occurred_at=to_timestamp(now)),
+    )
+    is_task = spec.launch_plan.resource_type == ids.TASK
+    row = Execution(
+        project=exec_id.project, domain=exec_id.domain, name=exec_id.name,
+        launch_plan_name=target.launch_plan_id.name, launch_plan_version=target.launch_plan_id.version,
+        workflow_name=target.workflow_id.name, workflow_version=target.workflow_id.version,
+        task_name=spec.launch_plan.name if is_task else "",
+        phase=0, mode=spec.metadata.mode, state=execution_pb2.EXECUTION_ACTIVE,
+        spec_pb=spec.SerializeToString(), closure_pb=closure.SerializeToString(),
+        inputs_uri=inputs_uri, user_inputs_uri=user_inputs_uri, error_kind="",
+        parent_node_execution_id=parent_row_id, created_at=now, updated_at=now, started_at=None, duration=0.0,
+    )
+    engine_spec = EngineSpec(
+        project=exec_id.project, domain=exec_id.domain, name=exec_id.name, inputs_uri=inputs_uri,
+        raw_output_prefix=(spec.raw_output_data_config.output_location_prefix
+                           or lp.raw_output_data_config.output_location_prefix
+                           or ctx.blobs.raw_output_prefix()),
+        launch_plan=_id_str(target.launch_plan_id), workflow=_id_str(target.workflow_id),
+        max_parallelism=spec.max_parallelism,
+        envs={kv.key: kv.value for kv in (spec.envs.values or lp.envs.values)},
+        labels=dict(spec.labels.values or lp.labels.values),
+        annotations=dict(spec.annotations.values or lp.annotations.values),
+        interruptible=_interruptible(spec, lp),
+        overwrite_cache=spec.overwrite_cache or lp.overwrite_cache,
+        principal=spec.metadata.principal,
+        parent_execution=parent.execution_id.name if parent else "",
+        parent_node_id=parent.node_id if parent else "",
+    )
+    flyte_workflow = FlyteWorkflow(
+        project=exec_id.project, domain=exec_id.domain, name=exec_id.name,
+        closure_pb=target.compiled.SerializeToString(), spec_json=engine_spec.to_json(), status_json="{}",
+        abort_cause=None, done=False, created_at=now, updated_at=now,
+    )
+    try:
+        with ctx.db.session() as session:
+            session.add(row)
+            session.add(flyte_workflow)
+    except IntegrityError:
+        raise AlreadyExists(f"{ids.describe_execution(exec_id)} already exists") from None
+
+
+def _interruptible(spec: execution_pb2.ExecutionSpec, lp: launch_plan_pb2.LaunchPlanSpec) -> bool | None:
+    if spec.HasField("interruptible"):
+        return spec.interruptible.value
+    if lp.HasField("interruptible"):
+        return lp.interruptible.value
+    return None
+
+
+def _id_str(ident: idpb.Identifier) -> str:
+    return f"{ident.project}/{ident.domain}/{ident.name}/{ident.version}"
+
+
+def relaunch_request(original: Execution, user_inputs: literals_pb2.LiteralMap, name: str,
+                     overwrite_cache: bool) -> execution_pb2.ExecutionCreateRequest:
+    """The create request that runs `original` again with the inputs its user gave, as mode RELAUNCH."""
+    spec = execution_pb2.ExecutionSpec.FromString(original.spec_pb)
+    spec.metadata.mode = execution_pb2.ExecutionMetadata.RELAUNCH
+    spec.metadata.reference_execution.CopyFrom(repo.execution_identifier(original))
+    spec.metadata.ClearField("system_metadata")
+    spec.overwrite_cache = overwrite_cache
+    return execution_pb2.ExecutionCreateRequest(project=original.project, domain=original.domain, name=name,
+                                                spec=spec, inputs=user_inputs)

@@ -1,0 +1,99 @@
+"""Repository functions for workflow, node and task executions: look-ups by Flyte identifier.
+
+Each function takes an open session (the caller owns the transaction) and raises
+NotFound with the identifier a user would recognise when the row is missing.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from flyteidl.core import identifier_pb2 as idpb
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from flytelite.errors import NotFound
+from flytelite.store.models import Execution, NodeExecution, TaskExecution
+
+
+def as_utc(dt: datetime | None) -> datetime | None:
+    """SQLite hands datetimes back without their zone; every stored time is UTC."""
+    if dt is None or dt.tzinfo is not None:
+        return dt
+    return dt.replace(tzinfo=timezone.utc)
+
+
+def find_execution(session: Session, ident: idpb.WorkflowExecutionIdentifier) -> Execution | None:
+    return session.get(Execution, (ident.project, ident.domain, ident.name))
+
+
+def get_execution(session: Session, ident: idpb.WorkflowExecutionIdentifier) -> Execution:
+    row = find_execution(session, ident)
+    if row is None:
+        raise NotFound(f"execution {ident.project}/{ident.domain}/{ident.name} does not exist; "
+                       f"list executions to find its name")
+    return row
+
+
+def find_node_execution(session: Session, execution: idpb.WorkflowExecutionIdentifier,
+                        node_id: str) -> NodeExecution | None:
+    return session.scalar(select(NodeExecution).where(
+        NodeExecution.project == execution.project,
+        NodeExecution.domain == execution.domain,
+        NodeExecution.execution_name == execution.name,
+        NodeExecution.node_id == node_id,
+    ))
+
+
+def get_node_execution(session: Session, ident: idpb.NodeExecutionIdentifier) -> NodeExecution:
+    row = find_node_execution(session, ident.execution_id, ident.node_id)
+    if row is None:
+        ex = ident.execution_id
+        raise NotFound(f"node execution {ident.node_id!r} of execution {ex.project}/{ex.domain}/{ex.name} "
+                       f"does not exist (yet); list the execution's node executions to see which have started")
+    return row
+
+
+def find_task_execution(session: Session, ident: idpb.TaskExecutionIdentifier) -> TaskExecution | None:
+    node, task = ident.node_execution_id, ident.task_id
+    return session.scalar(select(TaskExecution).where(
+        TaskExecution.project == node.execution_id.project,
+        TaskExecution.domain == node.execution_id.domain,
+        TaskExecution.execution_name == node.execution_id.name,
+        TaskExecution.node_id == node.node_id,
+        TaskExecution.task_project == task.project,
+        TaskExecution.task_domain == task.domain,
+        TaskExecution.task_name == task.name,
+        TaskExecution.task_version == task.version,
+        TaskExecution.retry_attempt == ident.retry_attempt,
+    ))
+
+
+def get_task_execution(session: Session, ident: idpb.TaskExecutionIdentifier) -> TaskExecution:
+    row = find_task_execution(session, ident)
+    if row is None:
+        node, task = ident.node_execution_id, ident.task_id
+        ex = node.execution_id
+        raise NotFound(f"task execution of {task.project}/{task.domain}/{task.name}@{task.version} "
+                       f"attempt {ident.retry_attempt} on node {node.node_id!r} of execution "
+                       f"{ex.project}/{ex.domain}/{ex.name} does not exist; list the node's task executions")
+    return row
+
+
+def execution_identifier(row: Execution | NodeExecution | TaskExecution) -> idpb.WorkflowExecutionIdentifier:
+    if isinstance(row, Execution):
+        return idpb.WorkflowExecutionIdentifier(project=row.project, domain=row.domain, name=row.name)
+    return idpb.WorkflowExecutionIdentifier(project=row.project, domain=row.domain, name=row.execution_name)
+
+
+def node_execution_identifier(row: NodeExecution | TaskExecution) -> idpb.NodeExecutionIdentifier:
+    return idpb.NodeExecutionIdentifier(node_id=row.node_id, execution_id=execution_identifier(row))
+
+
+def task_execution_identifier(row: TaskExecution) -> idpb.TaskExecutionIdentifier:
+    return idpb.TaskExecutionIdentifier(
+        task_id=idpb.Identifier(resource_type=idpb.TASK, project=row.task_project, domain=row.task_domain,
+                                name=row.task_name, version=row.task_version),
+        node_execution_id=node_execution_identifier(row),
+        retry_attempt=row.retry_attempt,
+    )
