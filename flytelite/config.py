@@ -25,6 +25,28 @@ class EngineConfig:
     default_max_parallelism: int = 25
 
 
+# What the scheduler does with slots that came due while it was not running (see flytelite/scheduler).
+CATCHUP_POLICIES = ("all", "latest", "none")
+
+
+@dataclass
+class SchedulerConfig:
+    enabled: bool = True
+    # Seconds between two looks at the active schedules.
+    tick_seconds: float = 1.0
+    # Missed slots: "all" runs every one (Flyte's behaviour), "latest" only the newest, "none" skips them.
+    catchup: str = "all"
+    # A slot counts as missed when it is older than this when the scheduler comes to it.
+    catchup_grace_seconds: float = 60.0
+    # Time zone cron schedules are read in (Flyte's scheduler reads them in UTC with use_utc_tz).
+    timezone: str = "UTC"
+
+    def __post_init__(self) -> None:
+        if self.catchup not in CATCHUP_POLICIES:
+            raise ValueError(f"scheduler.catchup must be one of {', '.join(CATCHUP_POLICIES)}, "
+                             f"not {self.catchup!r}")
+
+
 @dataclass
 class Config:
     home: Path = field(default_factory=lambda: Path(os.path.expanduser("~/.flytelite")))
@@ -40,6 +62,7 @@ class Config:
     # Lifetime of signed upload URLs.
     upload_url_seconds: int = 3600
     max_upload_bytes: int = 1024 * 1024 * 1024
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
 
     @property
     def db_url(self) -> str:
@@ -69,8 +92,8 @@ class Config:
             data = yaml.safe_load(Path(path).read_text()) or {}
         cfg = cls()
         for key, value in data.items():
-            if key == "engine":
-                cfg.engine = dataclasses.replace(cfg.engine, **value)
+            if key in ("engine", "scheduler"):
+                setattr(cfg, key, dataclasses.replace(getattr(cfg, key), **value))
             elif key == "home":
                 cfg.home = Path(os.path.expanduser(value))
             elif hasattr(cfg, key):

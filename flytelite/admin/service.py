@@ -10,6 +10,7 @@ from flyteidl.service import admin_pb2_grpc
 from flytelite.admin.executions import ExecutionsApi
 from flytelite.admin.grpc_errors import fill_unimplemented
 from flytelite.admin.launch_plans import LaunchPlansApi
+from flytelite.admin.named_entities import NamedEntitiesApi
 from flytelite.admin.node_executions import NodeExecutionsApi
 from flytelite.admin.projects import ProjectsApi
 from flytelite.admin.task_executions import TaskExecutionsApi
@@ -23,6 +24,7 @@ class AdminService(
     TasksApi,
     WorkflowsApi,
     LaunchPlansApi,
+    NamedEntitiesApi,
     ExecutionsApi,
     NodeExecutionsApi,
     TaskExecutionsApi,

@@ -21,6 +21,8 @@ from flytelite.config import Config
 from flytelite.console.app import build_app
 from flytelite.context import Context
 from flytelite.propeller.engine import Engine
+from flytelite.scheduler.launcher import admin_launcher
+from flytelite.scheduler.scheduler import Scheduler
 from flytelite.server.mux import PortMux
 from flytelite.storage import BlobStore
 from flytelite.store.db import Database
@@ -86,6 +88,8 @@ class FlyteliteServer:
         self._http = uvicorn.Server(uv_config)
         self._http_task = asyncio.create_task(self._http.serve(sockets=[http_sock]))
         await self.engine.start()
+        self.scheduler = Scheduler(ctx, admin_launcher(ctx))
+        self._scheduler_task = asyncio.create_task(self.scheduler.run(), name="scheduler")
         while not self._http.started:
             await asyncio.sleep(0.01)
         ctx.ready = True
@@ -95,6 +99,8 @@ class FlyteliteServer:
         log.info("flytelite shutting down")
         self.ctx.ready = False
         await self._mux.stop()
+        self.scheduler.stop()
+        await self._scheduler_task
         await self.engine.stop()
         self._grpc.stop(grace=2).wait()
         self._http.should_exit = True

@@ -183,3 +183,19 @@ class FlyteWorkflow(Base):
     done: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ScheduleProgress(Base):
+    """How far the scheduler got with one launch plan version's schedule (Flyte's scheduler snapshot).
+
+    Every slot at or before `last_slot_at` has been handled (launched, found already
+    launched, or skipped by the catch-up policy); the scheduler never goes back before it.
+    """
+
+    __tablename__ = "schedule_progress"
+    project: Mapped[str] = mapped_column(String(255), primary_key=True)
+    domain: Mapped[str] = mapped_column(String(255), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    version: Mapped[str] = mapped_column(String(255), primary_key=True)
+    last_slot_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

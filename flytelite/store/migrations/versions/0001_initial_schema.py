@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-21 10:30:47.525548
+Create Date: 2026-11-21 10:42:28.212868
 """
 from alembic import op
 import sqlalchemy as sa
@@ -115,6 +115,15 @@ def upgrade() -> None:
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('identifier')
     )
+    op.create_table('schedule_progress',
+    sa.Column('project', sa.String(length=255), nullable=False),
+    sa.Column('domain', sa.String(length=255), nullable=False),
+    sa.Column('name', sa.String(length=255), nullable=False),
+    sa.Column('version', sa.String(length=255), nullable=False),
+    sa.Column('last_slot_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
+    sa.PrimaryKeyConstraint('project', 'domain', 'name', 'version')
+    )
     op.create_table('task_executions',
     sa.Column('id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), autoincrement=True, nullable=False),
     sa.Column('project', sa.String(length=255), nullable=False),
@@ -167,6 +176,7 @@ def downgrade() -> None:
     op.drop_table('workflows')
     op.drop_table('tasks')
     op.drop_table('task_executions')
+    op.drop_table('schedule_progress')
     op.drop_table('projects')
     with op.batch_alter_table('node_executions', schema=None) as batch_op:
         batch_op.drop_index('ix_node_executions_parent')
