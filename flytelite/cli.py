@@ -1,4 +1,4 @@
-"""The `flytelite` command: start the server, write a flytekit config."""
+"""The `flytelite` command: start the server, write a flytekit config, see and evict the cache."""
 
 from __future__ import annotations
 
@@ -47,6 +47,41 @@ def _config_init(args: argparse.Namespace) -> int:
     return 0
 
 
+def _open_catalog(args: argparse.Namespace):
+    """The catalog of the state under --home, opened directly (SQLite WAL lets the server keep running)."""
+    from flytelite.catalog import Catalog
+    from flytelite.context import Context
+    from flytelite.storage import BlobStore
+    from flytelite.store.db import Database
+
+    config = Config.load(args.config, home=args.home)
+    if not config.database_url and not (config.home / "flytelite.db").exists():
+        raise SystemExit(f"no flytelite state in {config.home}; pass the --home the server runs with")
+    return Catalog(Context(config=config, db=Database(config.db_url), blobs=BlobStore(config.blob_root)))
+
+
+def _cache_list(args: argparse.Namespace) -> int:
+    entries = _open_catalog(args).list(task_name=args.task, project=args.project, domain=args.domain)
+    rows = [("PROJECT", "DOMAIN", "TASK", "CACHE VERSION", "TAG", "CREATED", "SOURCE EXECUTION")]
+    for e in entries:
+        src = e.source.node_execution_id if e.source is not None else None
+        rows.append((e.key.project, e.key.domain, e.key.task_name, e.key.cache_version, e.key.tag,
+                     e.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                     f"{src.execution_id.name}/{src.node_id}" if src is not None else "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+    print(f"{len(entries)} cached {'entry' if len(entries) == 1 else 'entries'}")
+    return 0
+
+
+def _cache_clear(args: argparse.Namespace) -> int:
+    cleared = _open_catalog(args).clear(task_name=args.task, project=args.project, domain=args.domain)
+    what = f" of task {args.task}" if args.task else ""
+    print(f"cleared {cleared} cached {'entry' if cleared == 1 else 'entries'}{what}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flytelite", description="A Flyte backend without Kubernetes.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -66,6 +101,18 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--path", default="~/.flyte/config.yaml")
     init.add_argument("--force", action="store_true")
     init.set_defaults(func=_config_init)
+
+    cache = sub.add_parser("cache", help="see and evict cached task outputs")
+    cache_sub = cache.add_subparsers(dest="cache_command", required=True)
+    for name, func, helptext in (("list", _cache_list, "list cached entries, newest first"),
+                                 ("clear", _cache_clear, "evict cached entries (all, or one task's)")):
+        cmd = cache_sub.add_parser(name, help=helptext)
+        cmd.add_argument("--home", default=None, help="state folder (default ~/.flytelite)")
+        cmd.add_argument("--config", type=Path, default=None, help="YAML configuration file")
+        cmd.add_argument("--task", default=None, help="only this task name (e.g. my_module.my_task)")
+        cmd.add_argument("--project", default=None, help="only this project")
+        cmd.add_argument("--domain", default=None, help="only this domain")
+        cmd.set_defaults(func=func)
     return parser
 
 

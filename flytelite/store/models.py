@@ -199,3 +199,43 @@ class ScheduleProgress(Base):
     version: Mapped[str] = mapped_column(String(255), primary_key=True)
     last_slot_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class CatalogArtifact(Base):
+    """One cached task result (DataCatalog's artifact and its tag, one to one here).
+
+    The key is DataCatalog's: the dataset (project, domain, "flyte_task-<task name>",
+    "<cache_version>-<interface hash>") plus the tag (hash of the input literals). The outputs
+    LiteralMap lives in the blob store at `outputs_uri`; see flytelite/catalog.
+    """
+
+    __tablename__ = "catalog_artifacts"
+    project: Mapped[str] = mapped_column(String(255), primary_key=True)
+    domain: Mapped[str] = mapped_column(String(255), primary_key=True)
+    dataset_name: Mapped[str] = mapped_column(String(512), primary_key=True)
+    dataset_version: Mapped[str] = mapped_column(String(512), primary_key=True)
+    tag: Mapped[str] = mapped_column(String(255), primary_key=True)
+    task_name: Mapped[str] = mapped_column(String(512), index=True)
+    cache_version: Mapped[str] = mapped_column(String(255))
+    artifact_id: Mapped[str] = mapped_column(String(64))
+    outputs_uri: Mapped[str] = mapped_column(Text)
+    # flyteidl.core.TaskExecutionIdentifier of the attempt that computed the outputs.
+    source_pb: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class CatalogReservation(Base):
+    """Who computes a cache-serialized key right now (DataCatalog's reservation), until `expires_at`."""
+
+    __tablename__ = "catalog_reservations"
+    project: Mapped[str] = mapped_column(String(255), primary_key=True)
+    domain: Mapped[str] = mapped_column(String(255), primary_key=True)
+    dataset_name: Mapped[str] = mapped_column(String(512), primary_key=True)
+    dataset_version: Mapped[str] = mapped_column(String(512), primary_key=True)
+    tag: Mapped[str] = mapped_column(String(255), primary_key=True)
+    owner_id: Mapped[str] = mapped_column(String(1024))
+    # UTC; an owner that stops heartbeating loses the reservation once this passes.
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    heartbeat_seconds: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -65,7 +65,7 @@ def test_user_error_reaches_execution_error(server, remote, tmp_path):
     execution = wait(remote, name)
     assert execution.closure.phase == WorkflowExecutionPhase.FAILED
     assert "boom: x was 7, expected something else" in execution.error.message
-    assert execution.error.kind == execution.error.Kind.USER
+    assert execution.error.kind == execution.error.ErrorKind.USER
 
 
 def test_retries_run_until_success(server, remote, tmp_path):
@@ -82,6 +82,16 @@ def test_retries_run_until_success(server, remote, tmp_path):
     # TaskExecution phases: FAILED (or RETRYABLE_FAILED) twice, then SUCCEEDED.
     assert [t.closure.phase in (5, 8) for t in attempts[:2]] == [True, True]
     assert attempts[2].closure.phase == 3
+
+
+def test_non_recoverable_user_error_is_not_retried(server, remote, tmp_path):
+    folder = copy_workflows(tmp_path / "wf", "failing.py")
+    markers = tmp_path / "markers"
+    name = run_remote(server, folder, "failing.py", "stubborn_wf", "--marker_dir", str(markers))
+    execution = wait(remote, name)
+    assert execution.closure.phase == WorkflowExecutionPhase.FAILED
+    assert "stubborn failure on attempt 0" in execution.error.message
+    assert sorted(p.name for p in markers.iterdir()) == ["attempt-0"]
 
 
 def test_terminate_aborts_running_task(server, remote, tmp_path):

@@ -3,6 +3,7 @@ import time
 from pathlib import Path
 
 from flytekit import task, workflow
+from flytekit.exceptions.user import FlyteRecoverableException
 
 
 @task
@@ -24,13 +25,29 @@ def flaky(marker_dir: str) -> int:
     Path(marker_dir).mkdir(parents=True, exist_ok=True)
     Path(marker_dir, f"attempt-{attempt}").touch()
     if attempt < 2:
-        raise RuntimeError(f"flaky failure on attempt {attempt}")
+        raise FlyteRecoverableException(f"flaky failure on attempt {attempt}")
+    return attempt
+
+
+@task(retries=2)
+def stubborn(marker_dir: str) -> int:
+    """A plain exception is not recoverable in flytekit: Flyte does not retry it despite retries=2."""
+    attempt = int(os.environ.get("FLYTE_ATTEMPT_NUMBER", "0"))
+    Path(marker_dir).mkdir(parents=True, exist_ok=True)
+    Path(marker_dir, f"attempt-{attempt}").touch()
+    if attempt >= 0:
+        raise RuntimeError(f"stubborn failure on attempt {attempt}")
     return attempt
 
 
 @workflow
 def flaky_wf(marker_dir: str) -> int:
     return flaky(marker_dir=marker_dir)
+
+
+@workflow
+def stubborn_wf(marker_dir: str) -> int:
+    return stubborn(marker_dir=marker_dir)
 
 
 @task

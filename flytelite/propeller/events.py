@@ -1,0 +1,106 @@
+"""Builds the flyteidl events FlytePropeller sends and hands them to admin's EventSink.
+
+Events may be sent twice for one transition (a crash between sending and persisting the status
+re-runs the transition): admin answers AlreadyExists, which is fine. Other refusals from admin
+(e.g. the execution is already terminal) are logged and do not stall the engine.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from flyteidl.core import execution_pb2, identifier_pb2
+from flyteidl.event import event_pb2
+
+from flytelite import errors
+from flytelite.idl.times import Clock, to_timestamp
+
+log = logging.getLogger(__name__)
+
+PRODUCER_ID = "flytelite"
+# Versions FlytePropeller stamps: admin reads is_parent / is_dynamic bits and per-subtask metadata.
+NODE_EVENT_VERSION = 1
+TASK_EVENT_VERSION = 1
+
+
+class EventRecorder:
+    def __init__(self, sink, clock: Clock):
+        self.sink = sink
+        self.clock = clock
+
+    def _send(self, fn, event) -> None:
+        try:
+            fn(event)
+        except errors.AlreadyExists:
+            pass
+        except (errors.FailedPrecondition, errors.NotFound, errors.InvalidArgument) as e:
+            log.warning("admin refused %s: %s", type(event).__name__, e)
+
+    def workflow(
+        self, exec_id: identifier_pb2.WorkflowExecutionIdentifier, phase: int, *,
+        output_uri: str = "", error: execution_pb2.ExecutionError | None = None,
+    ) -> None:
+        ev = event_pb2.WorkflowExecutionEvent(
+            execution_id=exec_id, producer_id=PRODUCER_ID, phase=phase, occurred_at=to_timestamp(self.clock.now()),
+        )
+        if output_uri:
+            ev.output_uri = output_uri
+        elif error is not None:
+            ev.error.CopyFrom(error)
+        self._send(self.sink.workflow_event, ev)
+
+    def node(
+        self, exec_id: identifier_pb2.WorkflowExecutionIdentifier, node_id: str, phase: int, *,
+        spec_node_id: str, node_name: str = "", input_uri: str = "", output_uri: str = "",
+        error: execution_pb2.ExecutionError | None = None,
+        target_entity: identifier_pb2.Identifier | None = None,
+        task_node_metadata: event_pb2.TaskNodeMetadata | None = None,
+        deck_uri: str = "", retry_group: str = "",
+    ) -> None:
+        now = to_timestamp(self.clock.now())
+        ev = event_pb2.NodeExecutionEvent(
+            id=identifier_pb2.NodeExecutionIdentifier(node_id=node_id, execution_id=exec_id),
+            producer_id=PRODUCER_ID, phase=phase, occurred_at=now, reported_at=now,
+            spec_node_id=spec_node_id, node_name=node_name, retry_group=retry_group,
+            event_version=NODE_EVENT_VERSION, deck_uri=deck_uri,
+        )
+        if input_uri:
+            ev.input_uri = input_uri
+        if output_uri:
+            ev.output_uri = output_uri
+        elif error is not None:
+            ev.error.CopyFrom(error)
+        if target_entity is not None:
+            ev.target_entity.CopyFrom(target_entity)
+        if task_node_metadata is not None:
+            ev.task_node_metadata.CopyFrom(task_node_metadata)
+        self._send(self.sink.node_event, ev)
+
+    def task(
+        self, exec_id: identifier_pb2.WorkflowExecutionIdentifier, node_id: str,
+        task_id: identifier_pb2.Identifier, retry_attempt: int, phase: int, phase_version: int, *,
+        task_type: str = "", input_uri: str = "", output_uri: str = "",
+        error: execution_pb2.ExecutionError | None = None,
+        logs: list[execution_pb2.TaskLog] | None = None, reason: str = "",
+        generated_name: str = "", plugin_identifier: str = "",
+    ) -> None:
+        now = to_timestamp(self.clock.now())
+        ev = event_pb2.TaskExecutionEvent(
+            task_id=task_id,
+            parent_node_execution_id=identifier_pb2.NodeExecutionIdentifier(node_id=node_id, execution_id=exec_id),
+            retry_attempt=retry_attempt, phase=phase, phase_version=phase_version,
+            producer_id=PRODUCER_ID, occurred_at=now, reported_at=now, task_type=task_type,
+            reason=reason, event_version=TASK_EVENT_VERSION, logs=logs or [],
+        )
+        if reason:
+            ev.reasons.add(occurred_at=now, reason=reason)
+        if generated_name or plugin_identifier:
+            ev.metadata.generated_name = generated_name
+            ev.metadata.plugin_identifier = plugin_identifier
+        if input_uri:
+            ev.input_uri = input_uri
+        if output_uri:
+            ev.output_uri = output_uri
+        elif error is not None:
+            ev.error.CopyFrom(error)
+        self._send(self.sink.task_event, ev)

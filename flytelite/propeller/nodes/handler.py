@@ -1,0 +1,133 @@
+"""The one small interface every node kind implements (FlytePropeller's NodeHandler), and what it gets.
+
+A handler's handle() looks at one node and says what phase it is in now (PhaseInfo); the node
+executor turns that into status, events, retries and timeouts. abort() stops whatever the node
+started (a process, a child execution); finalize() cleans up after a terminal attempt.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from enum import Enum
+
+from flyteidl.core import execution_pb2, tasks_pb2, workflow_pb2
+from flyteidl.event import event_pb2
+
+from flytelite.propeller.execution_context import ExecutionRound
+from flytelite.propeller.status import ErrorInfo, NodeStatus
+
+
+class EPhase(Enum):
+    """What a handler reports (FlytePropeller's handler.EPhase)."""
+
+    NOT_READY = "not-ready"
+    QUEUED = "queued"
+    RUNNING = "running"
+    SKIP = "skip"
+    SUCCESS = "success"
+    FAILED = "failed"
+    RETRYABLE_FAILURE = "retryable-failure"
+    TIMED_OUT = "timed-out"
+    DYNAMIC_RUNNING = "dynamic-running"
+    RECOVERED = "recovered"
+
+
+@dataclass
+class PhaseInfo:
+    phase: EPhase
+    reason: str = ""
+    error: ErrorInfo | None = None
+    output_uri: str = ""
+    deck_uri: str = ""
+    task_node_metadata: event_pb2.TaskNodeMetadata | None = None
+
+    @classmethod
+    def running(cls, reason: str = "") -> PhaseInfo:
+        return cls(EPhase.RUNNING, reason)
+
+    @classmethod
+    def success(cls, output_uri: str = "", **kw) -> PhaseInfo:
+        return cls(EPhase.SUCCESS, output_uri=output_uri, **kw)
+
+    @classmethod
+    def failure(cls, code: str, message: str, kind: int = execution_pb2.ExecutionError.USER,
+                retryable: bool = False) -> PhaseInfo:
+        phase = EPhase.RETRYABLE_FAILURE if retryable else EPhase.FAILED
+        return cls(phase, reason=message, error=ErrorInfo(code=code, message=message, kind=kind))
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in (EPhase.SUCCESS, EPhase.FAILED, EPhase.RETRYABLE_FAILURE, EPhase.TIMED_OUT,
+                              EPhase.SKIP, EPhase.RECOVERED)
+
+
+@dataclass
+class NodeExecutionContext:
+    round: ExecutionRound
+    node: workflow_pb2.Node
+    status: NodeStatus
+
+    @property
+    def node_id(self) -> str:
+        return self.node.id
+
+    @property
+    def attempt(self) -> int:
+        return self.status.attempts
+
+    @property
+    def input_uri(self) -> str:
+        return posixpath.join(self.status.data_dir, "inputs.pb")
+
+    @property
+    def output_dir(self) -> str:
+        return self.status.output_dir
+
+    @property
+    def outputs_uri(self) -> str:
+        return posixpath.join(self.status.output_dir, "outputs.pb")
+
+    @property
+    def task(self) -> tasks_pb2.TaskTemplate | None:
+        return self.round.workflow.task(self.node)
+
+    @property
+    def blobs(self):
+        return self.round.ctx.blobs
+
+
+class NodeHandler:
+    """Base of node handlers; `kind` is the registry key (see flytelite.propeller.workflow.node_kind)."""
+
+    kind: str = ""
+    # True when finalize() has work to do after a terminal phase (FlytePropeller's FinalizeRequired).
+    finalize_required: bool = False
+    # True for kinds counted against an execution's max parallelism.
+    counts_for_parallelism: bool = False
+
+    def setup(self) -> None:
+        """Called once when the engine starts."""
+
+    def handle(self, nctx: NodeExecutionContext) -> PhaseInfo:
+        raise NotImplementedError
+
+    def abort(self, nctx: NodeExecutionContext, reason: str) -> None:
+        """Stop what the node started; must be safe to call more than once."""
+
+    def finalize(self, nctx: NodeExecutionContext) -> None:
+        """Release what a terminal attempt left behind; must be safe to call more than once."""
+
+
+class UnsupportedNodeHandler(NodeHandler):
+    """Stands in for node kinds flytelite does not run yet: the node fails saying so."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def handle(self, nctx: NodeExecutionContext) -> PhaseInfo:
+        return PhaseInfo.failure(
+            "NodeKindNotSupported",
+            f"node {nctx.node_id} is a {self.kind} node; flytelite does not run {self.kind} nodes yet",
+            kind=execution_pb2.ExecutionError.SYSTEM,
+        )

@@ -1,0 +1,123 @@
+"""The task node handler: runs the node's task through the plugin registered for its task type.
+
+It owns the task-level view: building the plugin's TaskExecutionContext, reporting
+TaskExecutionEvents when the plugin's phase (or phase version) changes, and turning the plugin's
+result into the node's phase (outputs checked, errors passed on for the retry policy).
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+from flyteidl.core import catalog_pb2, execution_pb2
+from flyteidl.event import event_pb2
+
+from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
+from flytelite.propeller.plugins.core import PluginPhase, TaskExecutionContext, unique_key
+from flytelite.propeller.plugins.registry import PluginNotFound, PluginRegistry
+from flytelite.propeller.status import TaskStatus
+
+TaskPhase = execution_pb2.TaskExecution.Phase
+SYSTEM, USER = execution_pb2.ExecutionError.SYSTEM, execution_pb2.ExecutionError.USER
+
+
+class TaskHandler(NodeHandler):
+    kind = "task"
+    finalize_required = True
+    counts_for_parallelism = True
+
+    def __init__(self, plugins: PluginRegistry):
+        self.plugins = plugins
+
+    def handle(self, nctx: NodeExecutionContext) -> PhaseInfo:
+        task = nctx.task
+        if task is None:
+            ref = nctx.node.task_node.reference_id
+            return PhaseInfo.failure("TaskNotFound", f"node {nctx.node_id} runs task {ref.name}@{ref.version}, "
+                                     "which the compiled workflow does not contain", kind=SYSTEM)
+        try:
+            plugin = self.plugins.get(task.type)
+        except PluginNotFound as e:
+            return PhaseInfo.failure("UnsupportedTaskType", f"task {task.id.name}: {e}", kind=USER)
+        tstatus = nctx.status.task
+        if tstatus is None:
+            tstatus = nctx.status.task = TaskStatus()
+        tctx = self._task_context(nctx, tstatus)
+        info = plugin.handle(tctx)
+        rnd = nctx.round
+        if info.requeue_now:
+            rnd.requeue_now = True
+        if info.poll_after is not None:
+            rnd.requeue_in(info.poll_after)
+
+        if info.phase == PluginPhase.SUCCESS and info.futures_uri:
+            info = info.failure("DynamicNotSupported", f"task {task.id.name} returned a dynamic workflow "
+                                "(futures.pb); flytelite does not run dynamic workflows yet", kind=SYSTEM,
+                                retryable=False, logs=info.logs)
+        elif info.phase == PluginPhase.SUCCESS and len(task.interface.outputs.variables) \
+                and not nctx.blobs.exists(nctx.outputs_uri):
+            info = info.failure("OutputsNotFound", f"task {task.id.name} succeeded but wrote no outputs.pb to "
+                                f"{nctx.output_dir}", kind=SYSTEM, retryable=True, logs=info.logs)
+
+        output_uri = nctx.outputs_uri if info.phase == PluginPhase.SUCCESS and nctx.blobs.exists(nctx.outputs_uri) else ""
+        self._report(nctx, tstatus, task, info.phase.event_phase, info.version, logs=info.logs,
+                     reason=info.reason, output_uri=output_uri,
+                     error=info.error.to_proto() if info.error else None, plugin_id=plugin.id)
+
+        if info.phase == PluginPhase.SUCCESS:
+            deck = posixpath.join(nctx.output_dir, "deck.html")
+            return PhaseInfo.success(output_uri=output_uri, deck_uri=deck if nctx.blobs.exists(deck) else "",
+                                     task_node_metadata=_cache_disabled())
+        if info.phase in (PluginPhase.RETRYABLE_FAILURE, PluginPhase.PERMANENT_FAILURE):
+            return PhaseInfo(EPhase.RETRYABLE_FAILURE if info.phase == PluginPhase.RETRYABLE_FAILURE else EPhase.FAILED,
+                             reason=info.reason, error=info.error)
+        return PhaseInfo(EPhase.RUNNING, reason=info.reason, task_node_metadata=_cache_disabled())
+
+    def abort(self, nctx: NodeExecutionContext, reason: str) -> None:
+        tstatus, task = nctx.status.task, nctx.task
+        if tstatus is None or task is None or not tstatus.plugin:
+            return
+        try:
+            plugin = self.plugins.get(task.type)
+        except PluginNotFound:
+            return
+        plugin.abort(self._task_context(nctx, tstatus))
+        if tstatus.phase not in (TaskPhase.SUCCEEDED, TaskPhase.FAILED, TaskPhase.ABORTED):
+            self._report(nctx, tstatus, task, TaskPhase.ABORTED, 0, reason=reason, plugin_id=plugin.id,
+                         error=execution_pb2.ExecutionError(code="TaskAborted", message=reason, kind=USER))
+
+    def finalize(self, nctx: NodeExecutionContext) -> None:
+        tstatus, task = nctx.status.task, nctx.task
+        if tstatus is None or task is None or not tstatus.plugin:
+            return
+        try:
+            plugin = self.plugins.get(task.type)
+        except PluginNotFound:
+            return
+        plugin.finalize(self._task_context(nctx, tstatus))
+
+    def _task_context(self, nctx: NodeExecutionContext, tstatus: TaskStatus) -> TaskExecutionContext:
+        rnd = nctx.round
+        return TaskExecutionContext(
+            ctx=rnd.ctx, key=rnd.key, spec=rnd.spec, workflow_id=rnd.workflow.id, node_id=nctx.node_id,
+            attempt=nctx.attempt, task=nctx.task, input_uri=nctx.input_uri, output_prefix=nctx.output_dir,
+            state=tstatus.plugin, wake=rnd.wake,
+        )
+
+    def _report(self, nctx, tstatus: TaskStatus, task, phase: int, version: int, *, plugin_id: str,
+                logs=None, reason: str = "", output_uri: str = "", error=None) -> None:
+        """Send a TaskExecutionEvent when the phase or its version changed since the last one."""
+        if (phase, version) == (tstatus.phase, tstatus.phase_version):
+            return
+        rnd = nctx.round
+        rnd.events.task(
+            rnd.exec_id, nctx.node_id, task.id, nctx.attempt, phase, version, task_type=task.type,
+            input_uri=nctx.input_uri, output_uri=output_uri, error=error, logs=logs, reason=reason,
+            generated_name=unique_key(rnd.key, nctx.node_id, nctx.attempt),
+            plugin_identifier=plugin_id,
+        )
+        tstatus.phase, tstatus.phase_version = phase, version
+
+
+def _cache_disabled() -> event_pb2.TaskNodeMetadata:
+    return event_pb2.TaskNodeMetadata(cache_status=catalog_pb2.CACHE_DISABLED)

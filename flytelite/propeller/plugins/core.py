@@ -1,0 +1,153 @@
+"""The task plugin interface (flyteplugins' pluginmachinery core) and what a plugin is given.
+
+A plugin runs one attempt of a task: handle() starts it or checks on it and reports a PluginPhase;
+abort() stops it; finalize() cleans up. Whatever a plugin must remember across rounds and restarts
+goes in `tctx.state` (a JSON-serialisable dict persisted in the node's status).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import posixpath
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from flyteidl.core import execution_pb2, identifier_pb2, literals_pb2, tasks_pb2
+
+from flytelite.context import Context, ExecutionKey
+from flytelite.propeller.status import ErrorInfo
+from flytelite.store.flyteworkflow import ExecutionSpec
+
+TaskPhase = execution_pb2.TaskExecution.Phase
+
+
+class PluginPhase(Enum):
+    QUEUED = TaskPhase.QUEUED
+    INITIALIZING = TaskPhase.INITIALIZING
+    RUNNING = TaskPhase.RUNNING
+    SUCCESS = TaskPhase.SUCCEEDED
+    # Both failures are reported to admin as FAILED; the node executor decides about retries.
+    RETRYABLE_FAILURE = -1
+    PERMANENT_FAILURE = -2
+
+    @property
+    def event_phase(self) -> int:
+        return TaskPhase.FAILED if self.value < 0 else self.value
+
+    @property
+    def terminal(self) -> bool:
+        return self in (PluginPhase.SUCCESS, PluginPhase.RETRYABLE_FAILURE, PluginPhase.PERMANENT_FAILURE)
+
+
+@dataclass
+class PluginPhaseInfo:
+    phase: PluginPhase
+    version: int = 0
+    reason: str = ""
+    logs: list[execution_pb2.TaskLog] = field(default_factory=list)
+    error: ErrorInfo | None = None
+    # The plugin wrote futures.pb (a dynamic task) instead of outputs.pb.
+    futures_uri: str = ""
+    # Evaluate again at once (state was prepared that the next round acts on).
+    requeue_now: bool = False
+    # Evaluate again after this many seconds (used when no exit notification can be had).
+    poll_after: float | None = None
+
+    @classmethod
+    def failure(cls, code: str, message: str, *, kind: int, retryable: bool, logs=None) -> PluginPhaseInfo:
+        phase = PluginPhase.RETRYABLE_FAILURE if retryable else PluginPhase.PERMANENT_FAILURE
+        return cls(phase, reason=message, error=ErrorInfo(code, message, kind), logs=logs or [])
+
+
+_NOT_ALNUM = re.compile(r"[^a-zA-Z0-9_]+")
+_NOT_ALPHA_START = re.compile(r"^[^a-zA-Z_]+")
+
+
+def unique_key(key: ExecutionKey, node_id: str, attempt: int) -> str:
+    """FlytePropeller's per-retry generated name, made safe for file names and queries."""
+    name = f"{key[2]}-{node_id}-{attempt}"
+    return _NOT_ALNUM.sub("_", _NOT_ALPHA_START.sub("a", name))
+
+
+@dataclass
+class TaskExecutionContext:
+    ctx: Context
+    key: ExecutionKey
+    spec: ExecutionSpec
+    workflow_id: identifier_pb2.Identifier
+    node_id: str
+    attempt: int
+    task: tasks_pb2.TaskTemplate
+    input_uri: str
+    output_prefix: str
+    state: dict[str, Any]
+    # Wake the engine for this execution (delay in seconds, None = now); thread-safe.
+    wake: Callable[[float | None], None]
+
+    @property
+    def input_prefix(self) -> str:
+        return posixpath.dirname(self.input_uri)
+
+    @property
+    def unique_key(self) -> str:
+        return unique_key(self.key, self.node_id, self.attempt)
+
+    def raw_output_prefix_for(self, attempt: int) -> str:
+        uid = unique_key(self.key, self.node_id, attempt)
+        shard = hashlib.sha1(uid.encode()).hexdigest()[:2]
+        return posixpath.join(self.spec.raw_output_prefix, shard, uid)
+
+    @property
+    def raw_output_prefix(self) -> str:
+        return self.raw_output_prefix_for(self.attempt)
+
+    @property
+    def checkpoint_prefix(self) -> str:
+        return posixpath.join(self.raw_output_prefix, "_flytecheckpoints")
+
+    @property
+    def prev_checkpoint_prefix(self) -> str:
+        if self.attempt == 0:
+            return ""
+        return posixpath.join(self.raw_output_prefix_for(self.attempt - 1), "_flytecheckpoints")
+
+    @property
+    def namespace(self) -> str:
+        return f"{self.key[0]}-{self.key[1]}"
+
+    @functools.cached_property
+    def inputs(self) -> literals_pb2.LiteralMap:
+        return self.ctx.blobs.read_proto_if_exists(self.input_uri, literals_pb2.LiteralMap) or literals_pb2.LiteralMap()
+
+    def task_template_path(self) -> str:
+        """The task template stored beside the node's inputs (written on first use)."""
+        path = posixpath.join(self.input_prefix, "task.pb")
+        if not self.ctx.blobs.exists(path):
+            self.ctx.blobs.write_proto(path, self.task)
+        return path
+
+
+class Plugin:
+    """Base class of task plugins; `task_types` are the TaskTemplate.type values it runs."""
+
+    id: str = ""
+    task_types: tuple[str, ...] = ()
+
+    def setup(self, loop) -> None:
+        """Called on the engine's event loop when the engine starts."""
+
+    def handle(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
+        raise NotImplementedError
+
+    def abort(self, tctx: TaskExecutionContext) -> None:
+        pass
+
+    def finalize(self, tctx: TaskExecutionContext) -> None:
+        pass
+
+    def close(self) -> None:
+        """Called when the engine stops; running attempts are left running (a restart adopts them)."""

@@ -1,0 +1,324 @@
+"""The local-process plugin: runs a task's container command as a process on this machine.
+
+The container image names a Python environment (config `images`), not something to pull. Each
+attempt runs in its own working directory with its own log file; results are the files the task
+entrypoint writes under the output prefix (outputs.pb, error.pb, futures.pb), never the exit code.
+
+Durability: an attempt is first recorded as "launching" (persisted by the engine before the next
+round), then started; the pid and its start time are recorded so that after a restart a live
+process is adopted and waited for, and a dead one is judged by the files it left.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import posixpath
+import re
+import shutil
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+from flyteidl.core import errors_pb2, execution_pb2
+
+from flytelite.context import Context
+from flytelite.propeller.plugins import processes
+from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
+from flytelite.propeller.plugins.template import TemplateError, TemplateParams, render
+
+log = logging.getLogger(__name__)
+
+PYFLYTE_COMMANDS = frozenset({"pyflyte-execute", "pyflyte-fast-execute", "pyflyte-map-execute"})
+PYTHON_NAMES = re.compile(r"^python(3(\.\d+)?)?$")
+USER, SYSTEM = execution_pb2.ExecutionError.USER, execution_pb2.ExecutionError.SYSTEM
+# Seconds between SIGTERM and SIGKILL when a task is aborted or times out.
+KILL_GRACE_SECONDS = 3.0
+# Poll interval for a process we cannot get exit notifications for.
+POLL_SECONDS = 1.0
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class LocalProcessPlugin(Plugin):
+    id = "local-process"
+    task_types = ("python-task", "container", "raw-container")
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self.watcher = processes.ExitWatcher()
+        self._loop = None
+        self._lock = threading.Lock()
+        # Attempts this server prepared but has not started: safe to start without looking for a process.
+        self._prepared: set[str] = set()
+        # Processes this server started (our children, so we reap them), by attempt marker.
+        self._children: dict[str, subprocess.Popen] = {}
+
+    def setup(self, loop) -> None:
+        self._loop = loop
+        self.watcher.bind(loop)
+
+    def close(self) -> None:
+        self.watcher.close()
+
+    # -- the attempt's life ------------------------------------------------------------------
+    def handle(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
+        status = tctx.state.get("status")
+        if status is None:
+            return self._prepare(tctx)
+        if status == "launching":
+            return self._launch(tctx)
+        if status == "running":
+            return self._check(tctx)
+        return self._result(tctx)
+
+    def _prepare(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
+        task = tctx.task
+        if not task.HasField("container") or not (len(task.container.command) or len(task.container.args)):
+            return PluginPhaseInfo.failure(
+                "NoContainer", f"task {task.id.name} has no container command; the local-process plugin "
+                "runs tasks whose container args are a pyflyte-execute command", kind=USER, retryable=False)
+        argv0 = (list(task.container.command) + list(task.container.args))[0]
+        if task.type != "python-task" and argv0 not in PYFLYTE_COMMANDS:
+            return PluginPhaseInfo.failure(
+                "UnsupportedContainer", f"task {task.id.name} of type {task.type!r} runs {argv0!r} in image "
+                f"{task.container.image!r}; flytelite runs containers locally only when they run a flytekit "
+                "entrypoint (pyflyte-execute)", kind=USER, retryable=False)
+        key = tctx.key
+        run = f"{key[0]}-{key[1]}-{key[2]}"
+        node = _UNSAFE.sub("_", tctx.node_id)
+        marker = f"{run}/{node}/{tctx.attempt}"
+        log_path = self.ctx.config.logs_dir / run / f"{node}-{tctx.attempt}.log"
+        tctx.state.update(
+            status="launching", marker=marker, output_prefix=tctx.output_prefix, log_path=str(log_path),
+            work_dir=str(self.ctx.config.work_dir / run / node / str(tctx.attempt)),
+        )
+        with self._lock:
+            self._prepared.add(marker)
+        return PluginPhaseInfo(PluginPhase.QUEUED, reason="starting a local process", requeue_now=True)
+
+    def _launch(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
+        st = tctx.state
+        marker = st["marker"]
+        with self._lock:
+            proc = self._children.get(marker)
+            prepared_here = marker in self._prepared
+        if proc is not None:
+            # Started by an earlier round whose status never got persisted.
+            return self._started(tctx, proc.pid, processes.start_time(proc.pid), proc)
+        if not prepared_here:
+            # Prepared before a restart: the process may have started just before the crash.
+            found = processes.find_by_marker(marker)
+            if found is not None:
+                log.info("adopting running task process %s (pid %d)", marker, found[0])
+                return self._started(tctx, found[0], found[1], None)
+            if self._has_result(tctx):
+                st.update(status="done")
+                return self._result(tctx)
+        try:
+            argv, env = self._command(tctx)
+        except TemplateError as e:
+            return PluginPhaseInfo.failure("BadTaskTemplate", f"task {tctx.task.id.name}: {e}", kind=USER,
+                                           retryable=False)
+        work_dir = Path(st["work_dir"])
+        work_dir.mkdir(parents=True, exist_ok=True)
+        argv = _ensure_dest_dir(argv, work_dir)
+        Path(st["log_path"]).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            proc = processes.spawn(argv, env, str(work_dir), st["log_path"])
+        except OSError as e:
+            return PluginPhaseInfo.failure(
+                "ProcessStartFailed", f"could not start {argv[0]!r} for task {tctx.task.id.name}: {e}",
+                kind=SYSTEM, retryable=True)
+        with self._lock:
+            self._children[marker] = proc
+            self._prepared.discard(marker)
+        return self._started(tctx, proc.pid, processes.start_time(proc.pid), proc)
+
+    def _started(self, tctx, pid: int, started: int | None, proc) -> PluginPhaseInfo:
+        tctx.state.update(status="running", pid=pid, start_time=started)
+        if proc is None:
+            tctx.state["adopted"] = True
+        info = PluginPhaseInfo(PluginPhase.RUNNING, reason=f"running as pid {pid}", logs=self._logs(tctx))
+        if not self._watch(tctx, proc):
+            info.poll_after = POLL_SECONDS
+        return info
+
+    def _watch(self, tctx: TaskExecutionContext, proc) -> bool:
+        pid, started = tctx.state["pid"], tctx.state.get("start_time")
+        if self.watcher.is_watching(pid):
+            return True
+
+        def on_exit() -> None:
+            if proc is not None:
+                proc.poll()  # reap our child
+            tctx.wake(None)
+
+        if self.watcher.watch(pid, started, on_exit):
+            return True
+        # Already gone (or no pidfd support): the next round sees it.
+        if not processes.is_alive(pid, started):
+            tctx.wake(None)
+            return True
+        return False
+
+    def _check(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
+        st = tctx.state
+        with self._lock:
+            proc = self._children.get(st["marker"])
+        if proc is not None:
+            code = proc.poll()
+            if code is None:
+                return PluginPhaseInfo(PluginPhase.RUNNING, logs=self._logs(tctx))
+            st["exit_code"] = code
+        elif processes.is_alive(st["pid"], st.get("start_time")):
+            info = PluginPhaseInfo(PluginPhase.RUNNING, logs=self._logs(tctx))
+            if not self._watch(tctx, None):
+                info.poll_after = POLL_SECONDS
+            return info
+        st["status"] = "done"
+        return self._result(tctx)
+
+    def _has_result(self, tctx: TaskExecutionContext) -> bool:
+        blobs, prefix = self.ctx.blobs, tctx.state["output_prefix"]
+        return any(blobs.exists(posixpath.join(prefix, f)) for f in ("outputs.pb", "error.pb", "futures.pb"))
+
+    def _result(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
+        st, blobs = tctx.state, self.ctx.blobs
+        prefix = st["output_prefix"]
+        logs = self._logs(tctx)
+        if blobs.exists(posixpath.join(prefix, "outputs.pb")):
+            return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs)
+        doc = blobs.read_proto_if_exists(posixpath.join(prefix, "error.pb"), errors_pb2.ErrorDocument)
+        if doc is not None:
+            err = doc.error
+            kind = err.origin if err.origin in (USER, SYSTEM) else USER
+            retryable = err.kind == errors_pb2.ContainerError.RECOVERABLE
+            return PluginPhaseInfo.failure(err.code or "TaskFailed", err.message, kind=kind, retryable=retryable,
+                                           logs=logs)
+        futures = posixpath.join(prefix, "futures.pb")
+        if blobs.exists(futures):
+            return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs, futures_uri=futures)
+        code = st.get("exit_code")
+        if code == 0 and not len(tctx.task.interface.outputs.variables):
+            return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs)
+        if code is None:
+            how = "ended"
+        elif code < 0:
+            how = f"was killed by signal {signal.Signals(-code).name}"
+        else:
+            how = f"exited with code {code}"
+        message = (f"the task process (pid {st.get('pid')}) {how} without writing outputs.pb or error.pb to "
+                   f"{prefix}")
+        last = processes.tail(st["log_path"]).strip()
+        if last:
+            message += f"; the end of its log:\n{last}"
+        return PluginPhaseInfo.failure("ProcessLost", message, kind=SYSTEM, retryable=True, logs=logs)
+
+    def abort(self, tctx: TaskExecutionContext) -> None:
+        st = tctx.state
+        target = None
+        if st.get("status") == "running":
+            target = (st["pid"], st.get("start_time"))
+        elif st.get("status") == "launching":
+            # A process may exist that the persisted state does not know of yet (see _launch).
+            with self._lock:
+                proc = self._children.get(st["marker"])
+                prepared_here = st["marker"] in self._prepared
+            if proc is not None:
+                target = (proc.pid, processes.start_time(proc.pid))
+            elif not prepared_here:
+                target = processes.find_by_marker(st["marker"])
+        if target is not None:
+            pid, started = target
+            if processes.kill_group(pid, started, signal.SIGTERM) and self._loop is not None:
+                self._loop.call_soon_threadsafe(
+                    self._loop.call_later, KILL_GRACE_SECONDS, processes.kill_group, pid, started, signal.SIGKILL)
+        if st.get("status") in ("launching", "running"):
+            st["status"] = "aborted"
+        with self._lock:
+            self._prepared.discard(st.get("marker"))
+
+    def finalize(self, tctx: TaskExecutionContext) -> None:
+        st = tctx.state
+        if st.get("status") in (None, "launching", "running"):
+            return
+        with self._lock:
+            proc = self._children.pop(st.get("marker"), None)
+        if proc is not None:
+            proc.poll()
+        if st.get("work_dir"):
+            shutil.rmtree(st["work_dir"], ignore_errors=True)
+
+    # -- the command -----------------------------------------------------------------------
+    def _command(self, tctx: TaskExecutionContext) -> tuple[list[str], dict[str, str]]:
+        container = tctx.task.container
+        params = TemplateParams(
+            input_uri=tctx.input_uri, input_prefix=tctx.input_prefix, output_prefix=tctx.output_prefix,
+            raw_output_prefix=tctx.raw_output_prefix, checkpoint_prefix=tctx.checkpoint_prefix,
+            prev_checkpoint_prefix=tctx.prev_checkpoint_prefix, unique_key=tctx.unique_key,
+            namespace=tctx.namespace, task_template_path=tctx.task_template_path, inputs=lambda: tctx.inputs,
+        )
+        argv = render(list(container.command) + list(container.args), params)
+        interpreter = self.ctx.config.interpreter_for(container.image)
+        bin_dir = os.path.dirname(interpreter)
+        if argv[0] in PYFLYTE_COMMANDS:
+            # Console scripts are flytekit.bin.entrypoint's click commands: run them with the image's interpreter.
+            argv = [interpreter, "-m", "flytekit.bin.entrypoint", *argv]
+        elif PYTHON_NAMES.match(argv[0]):
+            argv = [interpreter, *argv[1:]]
+        elif not os.path.isabs(argv[0]) and os.path.exists(os.path.join(bin_dir, argv[0])):
+            argv = [os.path.join(bin_dir, argv[0]), *argv[1:]]
+        return argv, self._environment(tctx, bin_dir)
+
+    def _environment(self, tctx: TaskExecutionContext, bin_dir: str) -> dict[str, str]:
+        project, domain, name = tctx.key
+        task_id = tctx.task.id
+        env = dict(os.environ)
+        env.update({e.key: e.value for e in tctx.task.container.env})
+        env.update(tctx.spec.envs)
+        wf = tctx.spec.workflow.split("/") if tctx.spec.workflow else []
+        lp = tctx.spec.launch_plan.split("/") if tctx.spec.launch_plan else []
+        env.update({
+            "FLYTE_INTERNAL_EXECUTION_ID": name,
+            "FLYTE_INTERNAL_EXECUTION_PROJECT": project,
+            "FLYTE_INTERNAL_EXECUTION_DOMAIN": domain,
+            "FLYTE_INTERNAL_EXECUTION_WORKFLOW": ":".join(wf[:3]) if wf else
+            f"{tctx.workflow_id.project}:{tctx.workflow_id.domain}:{tctx.workflow_id.name}",
+            "FLYTE_INTERNAL_EXECUTION_LAUNCHPLAN": ":".join(lp[:3]),
+            "FLYTE_INTERNAL_TASK_PROJECT": task_id.project,
+            "FLYTE_INTERNAL_TASK_DOMAIN": task_id.domain,
+            "FLYTE_INTERNAL_TASK_NAME": task_id.name,
+            "FLYTE_INTERNAL_TASK_VERSION": task_id.version,
+            "FLYTE_ATTEMPT_NUMBER": str(tctx.attempt),
+            "PYTHONUNBUFFERED": "1",
+            processes.MARKER_ENV: tctx.state["marker"],
+        })
+        if self.ctx.public_url:
+            env["FLYTE_EXECUTION_URL"] = (f"{self.ctx.public_url}/console/projects/{project}/domains/{domain}"
+                                          f"/executions/{name}/nodeId/{tctx.node_id}/nodes")
+        # pyflyte-fast-execute starts `pyflyte-execute` through PATH: it must be the image's one.
+        env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+        return env
+
+    def _logs(self, tctx: TaskExecutionContext) -> list[execution_pb2.TaskLog]:
+        path = Path(tctx.state["log_path"])
+        try:
+            rel = path.relative_to(self.ctx.config.logs_dir).as_posix()
+        except ValueError:
+            return []
+        return [execution_pb2.TaskLog(uri=f"{self.ctx.public_url}/logs/{rel}", name="Task log (local process)")]
+
+
+def _ensure_dest_dir(argv: list[str], work_dir: Path) -> list[str]:
+    """`--dest-dir` (where the code tarball is unpacked) must exist, and must be this attempt's own."""
+    argv = list(argv)
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "--dest-dir":
+            dest = argv[i + 1]
+            # An absolute dest dir would be shared by every attempt (and code version): keep it per attempt.
+            path = work_dir / "code" if os.path.isabs(dest) else work_dir / dest
+            path.mkdir(parents=True, exist_ok=True)
+            argv[i + 1] = str(path)
+            break
+    return argv

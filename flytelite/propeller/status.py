@@ -1,0 +1,115 @@
+"""The mutable status of a workflow execution, persisted as JSON in FlyteWorkflow.status_json.
+
+Everything the engine needs to pick up an execution after a restart lives here (phases, attempts,
+data directories, and each plugin's own state, such as the pid of a running task process).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from flyteidl.core import execution_pb2
+
+from flytelite.propeller.phases import NodePhase, WorkflowPhase
+
+
+def iso(dt: datetime | None) -> str | None:
+    return dt.isoformat() if dt is not None else None
+
+
+def parse_iso(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+@dataclass
+class ErrorInfo:
+    """A flyteidl ExecutionError kept as plain data."""
+
+    code: str
+    message: str
+    kind: int = execution_pb2.ExecutionError.UNKNOWN
+
+    def to_proto(self) -> execution_pb2.ExecutionError:
+        return execution_pb2.ExecutionError(code=self.code, message=self.message, kind=self.kind)
+
+    @classmethod
+    def from_proto(cls, err: execution_pb2.ExecutionError) -> ErrorInfo:
+        return cls(code=err.code, message=err.message, kind=err.kind)
+
+    @property
+    def is_system(self) -> bool:
+        return self.kind == execution_pb2.ExecutionError.SYSTEM
+
+
+@dataclass
+class TaskStatus:
+    """Task-node sub-status: what was last reported, plus the plugin's own persisted state."""
+
+    phase: int = 0  # flyteidl TaskExecution.Phase last reported to admin
+    phase_version: int = 0
+    plugin: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class NodeStatus:
+    phase: int = NodePhase.NOT_YET_STARTED
+    # The current attempt number (0-based); bumped on every retry, user or system.
+    attempts: int = 0
+    system_failures: int = 0
+    queued_at: str | None = None
+    started_at: str | None = None
+    stopped_at: str | None = None
+    last_attempt_started_at: str | None = None
+    message: str = ""
+    error: ErrorInfo | None = None
+    data_dir: str = ""
+    output_dir: str = ""
+    task: TaskStatus | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict) -> NodeStatus:
+        data = dict(data)
+        if data.get("error"):
+            data["error"] = ErrorInfo(**data["error"])
+        if data.get("task") is not None:
+            data["task"] = TaskStatus(**data["task"])
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class WorkflowStatus:
+    phase: int = WorkflowPhase.READY
+    started_at: str | None = None
+    stopped_at: str | None = None
+    message: str = ""
+    error: ErrorInfo | None = None
+    data_dir: str = ""
+    output_uri: str = ""
+    # Evaluation rounds that raised (engine bugs, unreachable event sink); too many fail the execution.
+    failed_attempts: int = 0
+    nodes: dict[str, NodeStatus] = field(default_factory=dict)
+
+    def node(self, node_id: str) -> NodeStatus:
+        status = self.nodes.get(node_id)
+        if status is None:
+            status = self.nodes[node_id] = NodeStatus()
+        return status
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | None) -> WorkflowStatus:
+        data = json.loads(text or "{}")
+        if not data:
+            return cls()
+        nodes = {k: NodeStatus.from_dict(v) for k, v in (data.pop("nodes", None) or {}).items()}
+        if data.get("error"):
+            data["error"] = ErrorInfo(**data["error"])
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(nodes=nodes, **{k: v for k, v in data.items() if k in known})

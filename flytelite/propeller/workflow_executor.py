@@ -1,0 +1,189 @@
+"""The WorkflowExecutor: one evaluation round of one execution (FlytePropeller's workflow/executor.go).
+
+Loads the FlyteWorkflow row, advances the workflow phase (Ready -> Running -> Succeeding -> Success,
+or Failing -> Failed, or Aborted when admin set abort_cause), lets the NodeExecutor walk the DAG,
+reports WorkflowExecutionEvents, and persists the status once per round (setting done=True when
+terminal). While a round leaves work that should happen at once (a prepared task launch, a phase
+that settles immediately) further rounds run in memory, each persisted before the next acts.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from flyteidl.core import execution_pb2
+from sqlalchemy import select, update
+
+from flytelite.context import Context, ExecutionKey
+from flytelite.idl.ids import execution_id
+from flytelite.propeller.events import EventRecorder
+from flytelite.propeller.execution_context import ExecutionRound
+from flytelite.propeller.node_executor import NodeExecutor
+from flytelite.propeller.phases import WORKFLOW_DONE, WorkflowPhase
+from flytelite.propeller.status import ErrorInfo, WorkflowStatus, iso
+from flytelite.propeller.workflow import END_NODE, ExecutableWorkflow
+from flytelite.store.flyteworkflow import ExecutionSpec
+from flytelite.store.models import FlyteWorkflow
+
+log = logging.getLogger(__name__)
+WfPhase = execution_pb2.WorkflowExecution.Phase
+# Rounds evaluated back to back without going through the queue.
+MAX_STREAK = 10
+# Rounds that may raise before the execution is failed as a system error.
+MAX_FAILED_ROUNDS = 10
+
+
+@dataclass
+class RoundResult:
+    done: bool = False
+    # Seconds until the execution needs another look (None: only when something wakes it).
+    requeue_after: float | None = None
+
+
+class WorkflowExecutor:
+    def __init__(self, ctx: Context, events: EventRecorder, nodes: NodeExecutor,
+                 wake: Callable[[ExecutionKey, float | None], None]):
+        self.ctx = ctx
+        self.events = events
+        self.nodes = nodes
+        self.wake = wake
+        self._workflows: dict[ExecutionKey, ExecutableWorkflow] = {}
+
+    def handle(self, key: ExecutionKey) -> RoundResult:
+        """Evaluate one execution; raises if the round failed (its status is then not persisted)."""
+        with self.ctx.db.session() as s:
+            row = s.execute(
+                select(FlyteWorkflow.closure_pb, FlyteWorkflow.spec_json, FlyteWorkflow.status_json,
+                       FlyteWorkflow.abort_cause, FlyteWorkflow.done)
+                .where(FlyteWorkflow.project == key[0], FlyteWorkflow.domain == key[1], FlyteWorkflow.name == key[2])
+            ).one_or_none()
+        if row is None or row.done:
+            self._workflows.pop(key, None)
+            return RoundResult(done=True)
+        workflow = self._workflows.get(key)
+        if workflow is None:
+            workflow = self._workflows[key] = ExecutableWorkflow.from_bytes(row.closure_pb)
+        spec = ExecutionSpec.from_json(row.spec_json)
+        status = WorkflowStatus.from_json(row.status_json)
+        persisted = row.status_json
+        rnd = None
+        for _ in range(MAX_STREAK):
+            rnd = ExecutionRound(ctx=self.ctx, key=key, spec=spec, workflow=workflow, status=status,
+                                 events=self.events, wake=lambda delay, k=key: self.wake(k, delay))
+            if row.abort_cause and status.phase not in WORKFLOW_DONE:
+                self._abort(rnd, row.abort_cause)
+            else:
+                before = status.phase
+                self._advance(rnd)
+                rnd.requeue_now = rnd.requeue_now or status.phase != before
+            done = status.phase in WORKFLOW_DONE
+            text = status.to_json()
+            if text != persisted or done:
+                self._persist(key, text, done)
+                persisted = text
+            if done:
+                self._workflows.pop(key, None)
+                return RoundResult(done=True)
+            if not rnd.requeue_now:
+                break
+        else:
+            return RoundResult(requeue_after=0)
+        return RoundResult(requeue_after=rnd.requeue_after)
+
+    def record_failed_round(self, key: ExecutionKey, error: BaseException) -> bool:
+        """Count a round that raised; after too many, fail the execution. True if it was failed."""
+        with self.ctx.db.session() as s:
+            row = s.get(FlyteWorkflow, key)
+            if row is None or row.done:
+                return False
+            status = WorkflowStatus.from_json(row.status_json)
+            status.failed_attempts += 1
+            status.message = f"evaluation round failed: {error}"
+            give_up = status.failed_attempts >= MAX_FAILED_ROUNDS
+            err = ErrorInfo("EngineError", f"flytelite failed to evaluate execution {'/'.join(key)} "
+                            f"{status.failed_attempts} times; last error: {error}", execution_pb2.ExecutionError.SYSTEM)
+            if give_up:
+                status.phase, status.error, status.stopped_at = WorkflowPhase.FAILED, err, iso(self.ctx.clock.now())
+            row.status_json = status.to_json()
+            row.done = give_up
+            row.updated_at = self.ctx.clock.now()
+        if give_up:
+            self._workflows.pop(key, None)
+            self.events.workflow(_exec_id(key), WfPhase.FAILED, error=err.to_proto())
+        return give_up
+
+    # -- phases -----------------------------------------------------------------------------
+    def _advance(self, rnd: ExecutionRound) -> None:
+        status = rnd.status
+        phase = status.phase
+        if phase == WorkflowPhase.READY:
+            status.data_dir = self.ctx.blobs.execution_dir(*rnd.key)
+            self._to(rnd, WorkflowPhase.RUNNING)
+        elif phase == WorkflowPhase.RUNNING:
+            outcome = self.nodes.walk(rnd)
+            if outcome.error is not None:
+                self._to(rnd, WorkflowPhase.FAILING, error=outcome.error)
+            elif outcome.complete:
+                self._to(rnd, WorkflowPhase.SUCCEEDING)
+        elif phase == WorkflowPhase.SUCCEEDING:
+            end = status.node(END_NODE)
+            status.output_uri = posixpath.join(end.output_dir, "outputs.pb") if end.output_dir else ""
+            self._to(rnd, WorkflowPhase.SUCCESS)
+        elif phase == WorkflowPhase.FAILING:
+            self.nodes.abort_all(rnd, "Some node execution failed, auto-abort.")
+            err = status.error or ErrorInfo("UnknownError", status.message or "unknown error")
+            failure_node = rnd.workflow.failure_node
+            if failure_node is not None:
+                err = ErrorInfo(err.code, f"{err.message}\n(failure node {failure_node.id} was not run: "
+                                "flytelite does not run workflow failure nodes yet)", err.kind)
+            self._to(rnd, WorkflowPhase.FAILED, error=err)
+        elif phase == WorkflowPhase.HANDLING_FAILURE_NODE:
+            self._to(rnd, WorkflowPhase.FAILED, error=status.error)
+
+    def _abort(self, rnd: ExecutionRound, cause: str) -> None:
+        """Admin's TerminateExecution: stop running nodes, report ABORTED (FlytePropeller's HandleAbortedWorkflow)."""
+        self.nodes.abort_all(rnd, cause)
+        self._to(rnd, WorkflowPhase.ABORTED)
+
+    def _to(self, rnd: ExecutionRound, phase: WorkflowPhase, error: ErrorInfo | None = None) -> None:
+        """Transition and report it (FlytePropeller's TransitionToPhase)."""
+        status, now = rnd.status, iso(rnd.now)
+        if status.phase == phase:
+            return
+        exec_id = rnd.exec_id
+        status.phase = phase
+        if error is not None:
+            status.error = error
+        if phase == WorkflowPhase.RUNNING:
+            status.started_at = status.started_at or now
+            self.events.workflow(exec_id, WfPhase.RUNNING)
+        elif phase == WorkflowPhase.SUCCEEDING:
+            self.events.workflow(exec_id, WfPhase.SUCCEEDING)
+        elif phase == WorkflowPhase.SUCCESS:
+            status.stopped_at = now
+            self.events.workflow(exec_id, WfPhase.SUCCEEDED, output_uri=status.output_uri)
+        elif phase in (WorkflowPhase.FAILING, WorkflowPhase.FAILED):
+            if phase == WorkflowPhase.FAILED:
+                status.stopped_at = now
+            err = (status.error or ErrorInfo("UnknownError", "Unknown error")).to_proto()
+            self.events.workflow(exec_id, WfPhase.FAILING if phase == WorkflowPhase.FAILING else WfPhase.FAILED,
+                                 error=err)
+        elif phase == WorkflowPhase.ABORTED:
+            status.stopped_at = now
+            self.events.workflow(exec_id, WfPhase.ABORTED)
+
+    def _persist(self, key: ExecutionKey, status_json: str, done: bool) -> None:
+        # Only the engine's columns: admin writes abort_cause concurrently.
+        with self.ctx.db.session() as s:
+            s.execute(
+                update(FlyteWorkflow)
+                .where(FlyteWorkflow.project == key[0], FlyteWorkflow.domain == key[1], FlyteWorkflow.name == key[2])
+                .values(status_json=status_json, done=done, updated_at=self.ctx.clock.now())
+            )
+
+
+def _exec_id(key: ExecutionKey):
+    return execution_id(*key)

@@ -1,0 +1,140 @@
+"""Durability: a new Engine on the same database finishes what a stopped one left, without re-running."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+
+from flytelite.config import Config
+from flytelite.propeller.engine import Engine
+from flytelite.propeller.phases import NodePhase, WorkflowPhase
+from flytelite.propeller.plugins import processes
+from flytelite.propeller.plugins.core import PluginPhase, TaskExecutionContext
+from flytelite.propeller.plugins.local_process import LocalProcessPlugin
+from flytelite.server.app import build_context
+from tests.propeller import flyte_tasks as ft
+from tests.propeller import harness as h
+from tests.propeller.test_local_process import _gone, markers
+
+
+def _running_pid(ctx, key, node_id: str):
+    status = h.load(ctx, key)[1]
+    node = status.nodes.get(node_id)
+    if node and node.task and node.task.plugin.get("status") == "running":
+        return node.task.plugin["pid"]
+    return None
+
+
+def _start_then_stop(tmp_path, name: str, seconds: float):
+    """Run restart_wf until its middle task's process runs, then stop the engine (the process keeps running)."""
+    marks = tmp_path / "marks"
+    ctx = h.make_context(tmp_path)
+    key = h.create_execution(ctx, h.compile_entity(ft.restart_wf), {"marker_dir": str(marks), "seconds": seconds},
+                             name)
+
+    async def first_life():
+        engine = Engine(ctx, h.RecordingSink())
+        await engine.start()
+        engine.notify(key)
+        try:
+            pid = await h.wait_for(lambda: _running_pid(ctx, key, "n1"))
+            await h.wait_for(lambda: markers(marks, "sleep_then"))  # the task itself is running
+            return pid
+        finally:
+            await engine.stop()
+
+    pid = asyncio.run(first_life())
+    ctx.db.dispose()
+    return marks, key, pid
+
+
+def _second_life(tmp_path, key):
+    ctx = build_context(Config(home=tmp_path / "home"))
+    sink = h.RecordingSink()
+
+    async def go():
+        engine = Engine(ctx, sink)
+        await engine.start()  # queues every unfinished execution by itself
+        try:
+            await h.wait_for(lambda: h.load(ctx, key)[0].done, 90)
+        finally:
+            await engine.stop()
+
+    asyncio.run(go())
+    return ctx, sink, h.load(ctx, key)[1]
+
+
+def test_restart_adopts_the_running_process_and_does_not_rerun_succeeded_nodes(tmp_path):
+    marks, key, pid = _start_then_stop(tmp_path, "restart", seconds=3.0)
+    assert processes.start_time(pid) is not None, "the task process must outlive the engine"
+    ctx, sink, status = _second_life(tmp_path, key)
+    assert status.phase == WorkflowPhase.SUCCESS
+    assert h.outputs(ctx, key) == {"o0": 21}
+    assert len(markers(marks, "first")) == 1
+    assert len(markers(marks, "sleep_then")) == 1  # waited for, not started again
+    assert len(markers(marks, "last")) == 1
+    assert sink.task_events("n0") == []
+    assert sink.task_phases("n1") == [(0, "SUCCEEDED")]
+
+
+def test_process_that_died_while_the_engine_was_down_is_retried_as_a_system_error(tmp_path):
+    marks, key, pid = _start_then_stop(tmp_path, "lost", seconds=60.0)
+    os.killpg(pid, signal.SIGKILL)
+    assert _gone(pid)
+    ctx, sink, status = _second_life(tmp_path, key)
+    assert status.phase == WorkflowPhase.SUCCESS
+    assert h.outputs(ctx, key) == {"o0": 21}
+    node = status.nodes["n1"]
+    assert node.system_failures == 1 and node.attempts == 1
+    failed = [e for e in sink.task_events("n1") if e.phase == 5][0]
+    assert failed.retry_attempt == 0 and failed.error.code == "ProcessLost"
+    assert len(markers(marks, "first")) == 1
+    assert len(markers(marks, "sleep_then")) == 2
+
+
+def test_a_launch_interrupted_by_a_crash_is_adopted_not_started_twice(tmp_path):
+    """The crash window between starting a process and persisting its pid."""
+    ctx = build_context(Config(home=tmp_path / "home"))
+    marker = "flytesnacks-development-crash/n0/0"
+    # The process a crashed server started just before dying: it carries the attempt's marker.
+    env = dict(os.environ, **{processes.MARKER_ENV: marker})
+    orphan = processes.spawn([sys.executable, "-c", "import time; time.sleep(30)"], env, str(tmp_path),
+                             str(tmp_path / "orphan.log"))
+    try:
+        state = {"status": "launching", "marker": marker, "output_prefix": str(tmp_path / "out"),
+                 "log_path": str(tmp_path / "n0-0.log"), "work_dir": str(tmp_path / "work")}
+        plugin = LocalProcessPlugin(ctx)  # a new server: it did not prepare this attempt itself
+        closure = h.compile_entity(ft.add_then_square)
+        tctx = TaskExecutionContext(
+            ctx=ctx, key=("flytesnacks", "development", "crash"), spec=None, workflow_id=closure.primary.template.id,
+            node_id="n0", attempt=0, task=closure.tasks[0].template, input_uri=str(tmp_path / "inputs.pb"),
+            output_prefix=str(tmp_path / "out"), state=state, wake=lambda delay: None,
+        )
+        info = plugin.handle(tctx)
+        assert info.phase == PluginPhase.RUNNING
+        assert state["pid"] == orphan.pid and state["adopted"] is True
+        assert not (tmp_path / "n0-0.log").exists()  # nothing new was started
+        # When it dies without results, that is a system error for the attempt.
+        os.killpg(orphan.pid, signal.SIGKILL)
+        orphan.wait()
+        info = plugin.handle(tctx)
+        assert info.phase == PluginPhase.RETRYABLE_FAILURE and info.error.code == "ProcessLost"
+    finally:
+        if orphan.poll() is None:
+            orphan.kill()
+            orphan.wait()
+
+
+def test_node_status_records_what_finds_the_process_again(tmp_path):
+    marks, key, pid = _start_then_stop(tmp_path, "recorded", seconds=1.0)
+    ctx = build_context(Config(home=tmp_path / "home"))
+    node = h.load(ctx, key)[1].nodes["n1"]
+    plugin_state = node.task.plugin
+    assert plugin_state["pid"] == pid and plugin_state["start_time"] is not None
+    assert plugin_state["output_prefix"].endswith("/n1/data/0")
+    assert plugin_state["log_path"].endswith("n1-0.log")
+    assert node.phase == NodePhase.RUNNING
+    ctx.db.dispose()
+    _second_life(tmp_path, key)
