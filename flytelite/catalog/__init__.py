@@ -6,7 +6,7 @@ node executor uses DataCatalog, with `inputs` the node's input LiteralMap, `temp
 node runs (for a map task item: the item's task and the item's own inputs):
 
     if is_cacheable(template):                        # @task(cache=True, cache_version=...)
-        key = catalog_key(template, inputs)
+        key = catalog_key(template, inputs)          # InvalidArgument (no cache_version): fail the node
         owner = reservation_owner_id(exec_id, node_id, attempt)
 
     # Before the task starts (node queued; again on each evaluation while waiting, see below):
@@ -18,10 +18,14 @@ node runs (for a map task item: the item's task and the item's own inputs):
         # task_node_metadata(CACHE_HIT, hit.metadata()) (metadata has dataset id, tag, source execution)
     else:
         cache_status = CACHE_MISS
+    # get() raises only when the database or blob store fails: report CACHE_LOOKUP_FAILURE and run.
 
     # cache_serialize=True, no hit, not overwriting: on every evaluation before and while running
     if is_cache_serializable(template) and not overwrite_cache:
         r = catalog.get_or_extend_reservation(key, owner, heartbeat_interval=engine resync period)
+        if r.acquired and the task has not started:
+            look once more (catalog.get): the previous owner may have put and released between the
+            look above and this acquire; on a hit release the reservation and succeed as a CACHE_HIT.
         if not r.acquired and the task has not started:
             stay Queued with reason "waiting on serialized cache", reservation_status r.status
             (RESERVATION_EXISTS); requeue within r.heartbeat_interval and re-check catalog.get(key)
@@ -35,7 +39,7 @@ node runs (for a map task item: the item's task and the item's own inputs):
         entry = catalog.put(key, outputs, source_task_execution(task_id, exec_id, node_id, attempt),
                             overwrite=overwrite_cache)
         node event: task_node_metadata(CACHE_POPULATED, entry.metadata())
-    except FlyteliteError / OSError:
+    except Exception:                                  # log it; a cache write never fails a node
         node event: task_node_metadata(CACHE_PUT_FAILURE, catalog_metadata(key)); the node still succeeds
     if serializable: catalog.release_reservation(key, owner)  -> RESERVATION_RELEASED
     # Flyte leaves a failed or aborted owner's reservation to expire; releasing it there is kinder.

@@ -77,9 +77,9 @@ class Catalog:
     """The cache: get/put entries, list/clear them, and cache reservations (see flytelite.catalog)."""
 
     def __init__(self, ctx: Context, max_heartbeat_interval: timedelta = MAX_HEARTBEAT_INTERVAL):
+        self.ctx = ctx
         self.db = ctx.db
         self.blobs = ctx.blobs
-        self.clock = ctx.clock
         self.max_heartbeat_interval = max_heartbeat_interval
 
     # -- entries ------------------------------------------------------------------
@@ -113,7 +113,7 @@ class Catalog:
         artifact_id = uuid.uuid4().hex
         uri = self._outputs_uri(key, artifact_id)
         self.blobs.write_proto(uri, outputs)
-        now = _utc(self.clock.now())
+        now = _utc(self.ctx.clock.now())
         values = dict(
             project=key.project, domain=key.domain, dataset_name=key.dataset_name,
             dataset_version=key.dataset_version, tag=key.tag, task_name=key.task_name,
@@ -182,7 +182,7 @@ class Catalog:
             heartbeat_interval = timedelta(seconds=heartbeat_interval)
         interval = min(heartbeat_interval, self.max_heartbeat_interval)
         for _ in range(_RACE_RETRIES):
-            now = _utc(self.clock.now())
+            now = _utc(self.ctx.clock.now())
             expires = now + interval * HEARTBEAT_GRACE_MULTIPLIER
             values = dict(owner_id=owner_id, expires_at=expires, heartbeat_seconds=interval.total_seconds(),
                           updated_at=now)

@@ -126,6 +126,11 @@ def compute_serialized(home: str, key: CatalogKey, owner: str, value: int, start
                 return "hit", hit.outputs.literals["o0"].scalar.primitive.integer
             r = catalog.get_or_extend_reservation(key, owner, heartbeat_interval=5)
             if r.acquired:
+                # The previous owner may have put and released between our look and our acquire.
+                hit = catalog.get(key)
+                if hit is not None:
+                    catalog.release_reservation(key, owner)
+                    return "hit", hit.outputs.literals["o0"].scalar.primitive.integer
                 time.sleep(0.3)  # the "task" runs while the others wait
                 catalog.put(key, int_outputs(value))
                 catalog.release_reservation(key, owner)
