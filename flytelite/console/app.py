@@ -1,58 +1,105 @@
-"""flytelite's HTTP side: health, the console pages, task logs and the data proxy's signed URLs.
+"""flytelite's HTTP side: health, Flyte's REST API, the console pages, task logs and signed blob URLs.
 
-Routing only; pages render in console.pages from what console.views reads.
-Page handlers are plain functions, so Starlette runs their database and blob
-reads in its thread pool, off the event loop the engine shares.
+Routing only. The console lives at Flyte console's paths, so the links flytekit
+prints open the right page. Page handlers are plain functions, so Starlette runs
+their database and blob reads in its thread pool, off the event loop the engine
+shares; the REST API does the same with run_in_threadpool.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
-from flytelite.admin.dataproxy import signed_blobs
-from flytelite.console import pages, views
+from flytelite.admin.dataproxy import DataProxyService, signed_blobs
+from flytelite.admin.service import AdminService
+from flytelite.admin.signals import SignalService
+from flytelite.console import actions, entity_pages, list_pages, views
+from flytelite.console.execution_page import execution_page
+from flytelite.console.layout import DEFAULT_DOMAIN, esc, layout, not_found_page
 from flytelite.console.logs import log_endpoint
+from flytelite.console.rest import rest_routes, unknown_api
 from flytelite.console.transfer import Transfers
 from flytelite.context import Context
-from flytelite.errors import InvalidArgument
+from flytelite.errors import FlyteliteError, InvalidArgument, NotFound
 from flytelite.storage.signing import DOWNLOAD_ROUTE, UPLOAD_ROUTE, SignedBlobs, download_url
 
 # Blob links on a page stay valid this long (a page left open keeps refreshing them while running).
 LINK_SECONDS = 24 * 3600
+STATIC = Path(__file__).parent / "static"
 
 
 def build_app(ctx: Context) -> Starlette:
     signed = signed_blobs(ctx)
     transfers = Transfers(ctx, signed)
+    admin = AdminService(ctx)
+    signals = SignalService(ctx)
+    servicers = {"AdminService": admin, "SignalService": signals, "DataProxyService": DataProxyService(ctx)}
 
     async def healthz(_request: Request) -> Response:
         return PlainTextResponse("ok" if ctx.ready else "starting", status_code=200 if ctx.ready else 503)
 
-    def index(_request: Request) -> Response:
-        return HTMLResponse(pages.index_page(views.recent_executions(ctx)))
+    def page(render):
+        """A page handler: render(request, project, domain) -> HTML; flytelite errors become error pages."""
+        def handler(request: Request) -> Response:
+            p = request.path_params
+            domain = p.get("domain") or request.query_params.get("domain") or DEFAULT_DOMAIN
+            try:
+                return HTMLResponse(render(request, p.get("project", ""), domain))
+            except NotFound as exc:
+                return HTMLResponse(not_found_page(str(exc)), status_code=404)
+            except FlyteliteError as exc:
+                return HTMLResponse(layout("Error", f"<h1>Error</h1><div class='error'><pre>{esc(str(exc))}</pre></div>"),
+                                    status_code=exc.http_status)
+        return handler
 
-    def execution(request: Request) -> Response:
-        p = request.path_params
-        view = views.load_execution(ctx, p["project"], p["domain"], p["name"])
+    def execution(request: Request, project: str, domain: str) -> str:
+        name = request.path_params["name"]
+        view = views.load_execution(ctx, project, domain, name)
         if view is None:
-            return HTMLResponse(pages.not_found_page(
-                f"There is no execution {p['name']} in project {p['project']}, domain {p['domain']}."),
-                status_code=404)
-        return HTMLResponse(pages.execution_page(view, blob_link(ctx, signed)))
+            raise NotFound(f"There is no execution {name} in project {project}, domain {domain}.")
+        return execution_page(view, blob_link(ctx, signed), ctx.clock.now())
+
+    def entity(request: Request, project: str, domain: str) -> str:
+        p = request.path_params
+        kind = p.get("kind") or entity_pages.SINGULAR.get(p.get("singular", ""), "")
+        if kind not in entity_pages.KINDS:
+            raise NotFound(f"the console has no {p.get('kind') or p.get('singular')!r} pages")
+        version = p.get("version") or request.query_params.get("version", "")
+        if "name" in p:
+            return entity_pages.entity_page(admin, kind, project, domain, p["name"], version)
+        return entity_pages.entity_list_page(admin, kind, project, domain)
 
     def unknown(request: Request) -> Response:
-        return HTMLResponse(pages.not_found_page(
-            f"The console has no page at {request.url.path}; it shows executions only."), status_code=404)
+        return HTMLResponse(not_found_page(f"The console has no page at {request.url.path}."), status_code=404)
 
+    base = "/console/projects/{project}"
     return Starlette(routes=[
         Route("/healthz", healthz),
+        Route("/favicon.ico", lambda _r: Response(status_code=204)),
         Route("/", lambda _r: RedirectResponse("/console")),
-        Route("/console", index),
-        Route("/console/", index),
-        Route("/console/projects/{project}/domains/{domain}/executions/{name}", execution),
+        *rest_routes(servicers),
+        Route("/api/{rest:path}", unknown_api, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
+        Route("/console/api/launch", actions.json_action("launch", lambda form: actions.launch(admin, form)),
+              methods=["POST"]),
+        Route("/console/api/signals", actions.json_action("set signal", lambda form: actions.set_signal_value(
+            signals, actions.signal_type_reader(signals), form)), methods=["POST"]),
+        Mount("/console/static", StaticFiles(directory=STATIC), name="static"),
+        Route("/console", page(lambda r, p, d: entity_pages.projects_page(admin))),
+        Route("/console/", page(lambda r, p, d: entity_pages.projects_page(admin))),
+        Route(base, page(lambda r, p, d: entity_pages.project_page(admin, p, d))),
+        Route(base + "/executions", page(lambda r, p, d: list_pages.executions_page(admin, p, d, r.query_params))),
+        Route(base + "/schedules", page(lambda r, p, d: list_pages.schedules_page(ctx, p, d))),
+        Route(base + "/domains/{domain}/executions/{name}", page(execution)),
+        Route(base + "/domains/{domain}/{singular}/{name}/version/{version}", page(entity)),
+        Route(base + "/domains/{domain}/{singular}/{name}", page(entity)),
+        Route(base + "/{kind}", page(entity)),
+        Route(base + "/{kind}/{name}", page(entity)),
         Route("/console/{rest:path}", unknown),
         Route("/logs/{path:path}", log_endpoint(ctx)),
         Route(UPLOAD_ROUTE + "/{token}", transfers.put, methods=["PUT"]),

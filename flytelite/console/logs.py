@@ -2,6 +2,8 @@
 
 Propeller links each attempt's log as f"{ctx.public_url}/logs/<path relative to logs_dir>".
 `?follow=1` wraps the end of the log in a page that reloads itself every two seconds.
+`?offset=N` answers the bytes from N on (at most OFFSET_CHUNK_BYTES), with headers
+X-Log-Size and X-Next-Offset: the console's log viewer streams a running task this way.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from flytelite.context import Context
 
 # The follow view shows the end of a log; the whole file is one click away.
 FOLLOW_TAIL_BYTES = 256 * 1024
+OFFSET_CHUNK_BYTES = 256 * 1024
 
 
 def resolve_log(logs_dir: Path, relative: str) -> Path | None:
@@ -33,11 +36,27 @@ def log_endpoint(ctx: Context):
         target = resolve_log(ctx.config.logs_dir, relative)
         if target is None:
             return PlainTextResponse(f"no log file {relative!r} under flytelite's logs folder\n", status_code=404)
+        offset = request.query_params.get("offset")
+        if offset is not None:
+            if not offset.isdigit():
+                return PlainTextResponse(f"offset must be a byte count, got {offset!r}\n", status_code=400)
+            return _from_offset(target, int(offset))
         if request.query_params.get("follow") not in (None, "", "0"):
             return HTMLResponse(_follow_page(relative, _tail(target)))
         return FileResponse(target, media_type="text/plain; charset=utf-8")
 
     return serve_log
+
+
+def _from_offset(path: Path, offset: int) -> Response:
+    with open(path, "rb") as f:
+        size = f.seek(0, 2)
+        # A log never shrinks; an offset past the end (a stale viewer) starts again from the top.
+        start = offset if offset <= size else 0
+        f.seek(start)
+        data = f.read(OFFSET_CHUNK_BYTES)
+    headers = {"X-Log-Size": str(size), "X-Next-Offset": str(start + len(data)), "Cache-Control": "no-store"}
+    return Response(data, media_type="text/plain; charset=utf-8", headers=headers)
 
 
 def _tail(path: Path) -> str:

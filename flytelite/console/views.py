@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from flyteidl.admin import execution_pb2, node_execution_pb2, task_execution_pb2
-from flyteidl.core import catalog_pb2, literals_pb2
+from flyteidl.core import catalog_pb2, compiler_pb2, literals_pb2, types_pb2
 from google.protobuf import duration_pb2, timestamp_pb2
 from sqlalchemy import select
 
@@ -25,7 +25,7 @@ from flytelite.idl.phases import (
     workflow_phase_name,
 )
 from flytelite.idl.times import from_timestamp
-from flytelite.store.models import Execution, NodeExecution, TaskExecution
+from flytelite.store.models import Execution, FlyteWorkflow, NodeExecution, Signal, TaskExecution
 
 # FlyteConsole hides the start and end nodes; their data is the workflow's inputs and outputs.
 HIDDEN_NODES = frozenset({"start-node", "end-node"})
@@ -51,6 +51,16 @@ class AttemptView:
     logs: list[tuple[str, str]]
     error: str = ""
     reason: str = ""
+    task: str = ""
+    # Map task items of this attempt: phase name -> count.
+    items: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class SignalView:
+    signal_id: str
+    type: types_pb2.LiteralType
+    value: literals_pb2.Literal | None
 
 
 @dataclass
@@ -88,6 +98,13 @@ class ExecutionView:
     abort_cause: str = ""
     nodes: list[NodeView] = field(default_factory=list)
     node_count: int = 0
+    # (project, domain, name, version) of the launch plan / workflow, for links.
+    launch_plan_id: tuple[str, str, str, str] | None = None
+    workflow_id: tuple[str, str, str, str] | None = None
+    mode: str = ""
+    # The compiled workflow the engine runs (for the graph), if the store still has it.
+    compiled: compiler_pb2.CompiledWorkflow | None = None
+    signals: list[SignalView] = field(default_factory=list)
 
 
 @dataclass
@@ -165,6 +182,14 @@ def load_execution(ctx: Context, project: str, domain: str, name: str) -> Execut
         task_rows = session.scalars(select(TaskExecution).where(
             TaskExecution.project == project, TaskExecution.domain == domain,
             TaskExecution.execution_name == name).order_by(TaskExecution.retry_attempt, TaskExecution.id)).all()
+        flyte_workflow = session.get(FlyteWorkflow, (project, domain, name))
+        compiled_pb = flyte_workflow.closure_pb if flyte_workflow is not None else None
+        signal_rows = session.scalars(select(Signal).where(
+            Signal.project == project, Signal.domain == domain, Signal.execution_name == name
+        ).order_by(Signal.created_at, Signal.signal_id)).all()
+        signals = [SignalView(r.signal_id, types_pb2.LiteralType.FromString(r.type_pb),
+                              literals_pb2.Literal.FromString(r.value_pb) if r.value_pb is not None else None)
+                   for r in signal_rows]
 
     now = ctx.clock.now()
     closure = execution_pb2.ExecutionClosure.FromString(row.closure_pb)
@@ -185,7 +210,13 @@ def load_execution(ctx: Context, project: str, domain: str, name: str) -> Execut
                           else closure.output_data),
         error=_error(closure.error),
         abort_cause=closure.abort_metadata.cause or closure.abort_cause,
+        launch_plan_id=(lp.project, lp.domain, lp.name, lp.version) if lp.name else None,
+        workflow_id=(wf.project, wf.domain, wf.name, wf.version) if wf.name else None,
+        mode=execution_pb2.ExecutionMetadata.ExecutionMode.Name(spec.metadata.mode),
+        signals=signals,
     )
+    if compiled_pb:
+        view.compiled = compiler_pb2.CompiledWorkflowClosure.FromString(compiled_pb).primary
     attempts = _attempts(task_rows, now)
     view.nodes, view.node_count = _node_tree(ctx, node_rows, attempts, now)
     return view
@@ -202,9 +233,22 @@ def _attempts(task_rows, now: datetime) -> dict[str, list[AttemptView]]:
             retry_attempt=row.retry_attempt, phase=task_phase_name(phase), started_at=started,
             duration=_duration(c.duration, started, running, now),
             logs=[(log.name or "logs", log.uri) for log in c.logs if log.uri],
-            error=_error(c.error), reason=c.reason,
+            error=_error(c.error), reason=c.reason, task=row.task_name, items=_item_counts(c),
         ))
     return by_node
+
+
+def _item_counts(closure: task_execution_pb2.TaskExecutionClosure) -> dict[str, int]:
+    """Map task items by the phase of each item's latest attempt."""
+    latest: dict[int, tuple[int, int]] = {}
+    for r in closure.metadata.external_resources:
+        if r.index not in latest or r.retry_attempt >= latest[r.index][0]:
+            latest[r.index] = (r.retry_attempt, r.phase)
+    counts: dict[str, int] = {}
+    for _attempt, phase in latest.values():
+        name = task_phase_name(phase)
+        counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 def _node_tree(ctx: Context, node_rows, attempts: dict[str, list[AttemptView]], now: datetime):

@@ -55,3 +55,20 @@ def test_traversal_out_of_the_logs_folder_is_404(console):
 def test_symlink_out_of_the_logs_folder_is_404(console):
     os.symlink(console.ctx.config.home / "url-signing.key", console.ctx.config.logs_dir / "key.log")
     assert requests.get(f"{console.url}/logs/key.log").status_code == 404
+
+
+def test_log_streams_from_an_offset(console):
+    log = console.ctx.config.logs_dir / "flytesnacks-development-str" / "n0-0.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("line one\n")
+    url = f"{console.url}/logs/flytesnacks-development-str/n0-0.log"
+    first = requests.get(url, params={"offset": 0})
+    assert first.text == "line one\n" and first.headers["X-Next-Offset"] == "9" and first.headers["X-Log-Size"] == "9"
+    assert requests.get(url, params={"offset": 9}).text == ""
+    with open(log, "a") as f:
+        f.write("line two\n")
+    more = requests.get(url, params={"offset": 9})
+    assert more.text == "line two\n" and more.headers["X-Next-Offset"] == "18"
+    # An offset past the end (the viewer of an older file) starts over.
+    assert requests.get(url, params={"offset": 500}).text == "line one\nline two\n"
+    assert requests.get(url, params={"offset": "-1"}).status_code == 400

@@ -135,7 +135,10 @@ def test_running_execution_page_refreshes(console):
     ctx = console.ctx
     add_execution(ctx, "exec3", E.WorkflowExecution.RUNNING)
     body = page(console, "exec3").text
-    assert "data-running='1'" in body and "setTimeout(tick, 2000)" in body
+    assert "data-running='1'" in body and "<script src='/console/static/console.js'>" in body
+    assert "data-action='terminate'" in body  # a running execution offers Terminate, not Relaunch
+    script = requests.get(f"{console.url}/console/static/console.js")
+    assert script.status_code == 200 and "setTimeout(refresh" in script.text
     assert "none yet" in body  # no outputs while running
 
 
@@ -159,16 +162,28 @@ def test_unknown_execution_is_a_404_page(console):
     assert "href='/console'" in resp.text
 
 
-def test_index_lists_recent_executions(console):
+def test_index_lists_projects_and_the_executions_list_shows_runs(console):
     ctx = console.ctx
     resp = requests.get(f"{console.url}/console")
-    assert resp.status_code == 200 and "No executions yet" in resp.text
+    assert resp.status_code == 200 and "data-project='flytesnacks'" in resp.text
+    assert "href='/console/projects/flytesnacks/executions?domain=staging'" in resp.text
+    listing = requests.get(f"{console.url}/console/projects/flytesnacks/executions?domain=development")
+    assert listing.status_code == 200 and "No executions." in listing.text
     add_execution(ctx, "exec5", E.WorkflowExecution.SUCCEEDED)
-    body = requests.get(f"{console.url}/console").text
+    add_execution(ctx, "exec6", E.WorkflowExecution.FAILED)
+    body = requests.get(f"{console.url}/console/projects/flytesnacks/executions").text
     assert "href='/console/projects/flytesnacks/domains/development/executions/exec5'>exec5</a>" in body
+    failed = requests.get(f"{console.url}/console/projects/flytesnacks/executions?phase=FAILED").text
+    assert "exec6" in failed and "exec5" not in failed
+    bad = requests.get(f"{console.url}/console/projects/flytesnacks/executions?from=yesterday").text
+    assert "&#x27;from&#x27; must be a date and time" in bad
     assert requests.get(console.url + "/", allow_redirects=False).headers["location"] == "/console"
     other = requests.get(f"{console.url}/console/projects/flytesnacks/domains/development/workflows/x")
-    assert other.status_code == 404 and "/console/projects/flytesnacks/domains/development/workflows/x" in other.text
+    assert other.status_code == 404 and "no &#x27;workflows&#x27; pages" in other.text
+    missing = requests.get(f"{console.url}/console/projects/flytesnacks/workflows/nope")
+    assert missing.status_code == 404 and "there is no workflow nope in project flytesnacks" in missing.text
+    elsewhere = requests.get(f"{console.url}/console/nothing/here")
+    assert elsewhere.status_code == 404 and "/console/nothing/here" in elsewhere.text
 
 
 def test_healthz_follows_ready(console):

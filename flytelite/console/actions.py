@@ -1,0 +1,108 @@
+"""The console's two form posts that need typed conversion: launch with inputs, and set a signal's value.
+
+Everything else the pages do (terminate, relaunch, recover, approve, reject,
+activate) goes straight to the REST API. These two take the text typed in a
+form, turn it into Literals by the expected types (console.forms), and call the
+same servicer methods the gRPC API runs, so the validator's messages reach the
+user unchanged. Responses are JSON: `{"id": ..., "url": ...}` or `{"error": ...}`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flyteidl.admin import common_pb2, execution_pb2, signal_pb2
+from flyteidl.core import identifier_pb2 as idpb
+from flyteidl.core import interface_pb2
+from flyteidl.core import literals_pb2 as L
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from flytelite.console.forms import literal_from_text
+from flytelite.console.layout import execution_url
+from flytelite.console.rest import error_response
+from flytelite.errors import InvalidArgument, NotFound
+
+KINDS = {"launch_plan": idpb.LAUNCH_PLAN, "task": idpb.TASK}
+
+
+def expected_inputs(admin, ident: idpb.Identifier) -> interface_pb2.ParameterMap:
+    """What launching `ident` (a launch plan, or a task launched on its own) asks for."""
+    if ident.resource_type == idpb.TASK:
+        task = admin.GetTask(common_pb2.ObjectGetRequest(id=ident), None)
+        params = interface_pb2.ParameterMap()
+        for name, var in task.closure.compiled_task.template.interface.inputs.variables.items():
+            params.parameters[name].var.CopyFrom(var)
+            params.parameters[name].required = True
+        return params
+    return admin.GetLaunchPlan(common_pb2.ObjectGetRequest(id=ident), None).closure.expected_inputs
+
+
+def launch(admin, form: dict[str, Any]) -> dict[str, Any]:
+    """Start an execution from the launch form; InvalidArgument names the input that is wrong."""
+    kind = form.get("kind", "launch_plan")
+    if kind not in KINDS:
+        raise InvalidArgument(f"cannot launch a {kind!r}; launch a launch_plan or a task")
+    ident = idpb.Identifier(resource_type=KINDS[kind], project=str(form.get("project", "")),
+                            domain=str(form.get("domain", "")), name=str(form.get("name", "")),
+                            version=str(form.get("version", "")))
+    params = expected_inputs(admin, ident).parameters
+    texts: dict[str, str] = form.get("inputs") or {}
+    inputs = L.LiteralMap()
+    for name, text in texts.items():
+        if name not in params:
+            raise InvalidArgument(f"{ident.name} has no input named {name!r}")
+        # An empty field leaves the input to the launch plan's default (or reports it missing).
+        if text == "" and params[name].var.type.WhichOneof("type") != "union_type":
+            continue
+        inputs.literals[name].CopyFrom(literal_from_text(text, params[name].var.type, name))
+    metadata = execution_pb2.ExecutionMetadata(mode=execution_pb2.ExecutionMetadata.MANUAL, principal="console")
+    spec = execution_pb2.ExecutionSpec(launch_plan=ident, metadata=metadata)
+    created = admin.CreateExecution(execution_pb2.ExecutionCreateRequest(
+        project=ident.project, domain=ident.domain, name=str(form.get("execution_name", "")), spec=spec,
+        inputs=inputs), None)
+    ex = created.id
+    return {"id": {"project": ex.project, "domain": ex.domain, "name": ex.name},
+            "url": execution_url(ex.project, ex.domain, ex.name)}
+
+
+def set_signal_value(signals, signal_type, form: dict[str, Any]) -> dict[str, Any]:
+    """Give a gate's signal the value typed in its form (converted by the signal's type)."""
+    exec_id = idpb.WorkflowExecutionIdentifier(project=str(form.get("project", "")),
+                                               domain=str(form.get("domain", "")), name=str(form.get("execution", "")))
+    signal_id = str(form.get("signal_id", ""))
+    lt = signal_type(exec_id, signal_id)
+    value = literal_from_text(str(form.get("value", "")), lt, signal_id)
+    signals.SetSignal(signal_pb2.SignalSetRequest(
+        id=idpb.SignalIdentifier(signal_id=signal_id, execution_id=exec_id), value=value), None)
+    return {"ok": True}
+
+
+def signal_type_reader(signals):
+    """Look a signal's type up through ListSignals (the gate created the signal with its type)."""
+    def read(exec_id: idpb.WorkflowExecutionIdentifier, signal_id: str):
+        listed = signals.ListSignals(signal_pb2.SignalListRequest(workflow_execution_id=exec_id, limit=1000), None)
+        for s in listed.signals:
+            if s.id.signal_id == signal_id:
+                return s.type
+        raise NotFound(f"execution {exec_id.name} has no signal {signal_id!r} (yet); a gate creates its signal "
+                       f"when it starts running")
+    return read
+
+
+def json_action(what: str, action):
+    """A POST endpoint that runs `action(form)` in a worker thread and answers JSON."""
+    async def endpoint(request: Request) -> Response:
+        try:
+            form = json.loads(await request.body() or b"{}")
+            if not isinstance(form, dict):
+                raise InvalidArgument("the form must be a JSON object")
+            result = await run_in_threadpool(action, form)
+        except json.JSONDecodeError as exc:
+            return error_response(InvalidArgument(f"the form is not JSON: {exc}"), what)
+        except Exception as exc:  # noqa: BLE001 - the edge: every failure becomes a JSON error the page shows
+            return error_response(exc, what)
+        return JSONResponse(result)
+    return endpoint

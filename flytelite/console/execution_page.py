@@ -1,0 +1,180 @@
+"""The execution page: summary, actions, pending signals, graph, node list, timeline, data, logs.
+
+Rendered on the server from console.views; while the execution runs, the page
+script re-fetches it and swaps the regions marked `data-live` (a region being
+typed in is left alone), so the graph's colours, the node list and the timeline
+follow the engine. Buttons call the REST API (`/api/v1/...`).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+
+from flytelite.compiler import type_to_str
+from flytelite.console.dag import render_dag
+from flytelite.console.forms import widget_for
+from flytelite.console.gantt import render_gantt
+from flytelite.console.layout import (
+    LinkFor,
+    data_table,
+    entity_url,
+    esc,
+    fmt_duration,
+    fmt_time,
+    layout,
+    phase_badge,
+)
+from flytelite.console.literals import HtmlFormatter, render_literal
+from flytelite.console.views import AttemptView, ExecutionView, NodeView, SignalView
+
+TERMINAL = frozenset({"SUCCEEDED", "FAILED", "ABORTED", "TIMED_OUT"})
+
+
+def execution_page(view: ExecutionView, link: LinkFor, now: datetime) -> str:
+    fmt = HtmlFormatter(link)
+    ident = json.dumps({"project": view.project, "domain": view.domain, "name": view.name})
+    parts = [f"<div id='summary' data-live>{_summary(view)}</div>"]
+    parts.append(f"<section id='signals' data-live>{_signals(view)}</section>")
+    if view.compiled is not None:
+        top = {n.node_id: n.phase for n in view.nodes}
+        # The list hides start and end nodes (as FlyteConsole does); the graph shows them with the run.
+        if view.started_at is not None:
+            top["start-node"] = "SUCCEEDED"
+        if view.phase == "SUCCEEDED":
+            top["end-node"] = "SUCCEEDED"
+        parts.append(f"<h2>Graph</h2><div class='dag' id='dag' data-live>{render_dag(view.compiled, top)}</div>")
+    rows = "".join(row for node in view.nodes for row in _node_rows(node, 0, fmt, link))
+    nodes = ("<table id='nodes'><tr><th>Node</th><th>Phase</th><th>Started</th><th>Duration</th><th>Attempts</th>"
+             f"<th>Data</th></tr>{rows}</table>" if view.nodes else "<p class='muted'>No node executions yet.</p>")
+    parts.append(f"<div id='node-list' data-live><h2>Nodes ({view.node_count})</h2>{nodes}</div>")
+    end = view.started_at + timedelta(seconds=view.duration) if view.started_at and view.duration else now
+    parts.append(f"<h2>Timeline</h2><div class='gantt' id='gantt' data-live>"
+                 f"{render_gantt(view.nodes, view.started_at, end)}</div>")
+    parts.append(f"<div id='data' data-live><h2>Inputs</h2>{data_table(view.inputs, fmt)}<h2>Outputs</h2>"
+                 f"{data_table(view.outputs, fmt, 'none yet' if view.running else 'none')}</div>")
+    body = (f"<div id='content' data-running='{1 if view.running else 0}' data-execution='{esc(ident)}'>"
+            f"{''.join(parts)}</div>{_log_panel()}")
+    return layout(f"{view.name} ({view.phase})", body, view.project, view.domain)
+
+
+def _summary(view: ExecutionView) -> str:
+    lp = (f"<a href='{esc(entity_url('launch_plan', *view.launch_plan_id))}'>{esc(view.launch_plan)}</a>"
+          if view.launch_plan_id else esc(view.launch_plan) or "—")
+    wf = (f"<a href='{esc(entity_url('workflow', *view.workflow_id))}'>{esc(view.workflow)}</a>"
+          if view.workflow_id else esc(view.workflow) or "—")
+    meta = "".join(f"<tr><td>{label}</td><td>{value}</td></tr>" for label, value in [
+        ("Phase", f"<span id='execution-phase'>{phase_badge(view.phase)}</span>"),
+        ("Launch plan", lp), ("Workflow", wf), ("Mode", esc(view.mode.lower())),
+        ("Created", fmt_time(view.created_at)), ("Started", fmt_time(view.started_at)),
+        ("Duration", fmt_duration(view.duration)),
+    ])
+    buttons = []
+    if view.running:
+        buttons.append("<button class='danger' data-action='terminate'>Terminate</button>")
+    else:
+        buttons.append("<button data-action='relaunch'>Relaunch</button>")
+        if view.phase in ("FAILED", "ABORTED", "TIMED_OUT"):
+            buttons.append("<button class='secondary' data-action='recover'>Recover</button>")
+    parts = [f"<h1>{esc(view.project)} / {esc(view.domain)} / {esc(view.name)}</h1>",
+             f"<div class='actions'>{''.join(buttons)}<span class='action-result'></span></div>",
+             f"<table class='meta'>{meta}</table>"]
+    if view.error:
+        parts.append(f"<h2>Error</h2><div class='error'><pre>{esc(view.error)}</pre></div>")
+    if view.abort_cause:
+        parts.append(f"<h2>Aborted</h2><p>{esc(view.abort_cause)}</p>")
+    return "".join(parts)
+
+
+def _signals(view: ExecutionView) -> str:
+    if not view.signals:
+        return ""
+    rows = "".join(_signal_row(s, view.running) for s in view.signals)
+    return ("<h2>Signals</h2><table><tr><th>Signal</th><th>Type</th><th>Value</th></tr>" + rows + "</table>")
+
+
+def _signal_row(s: SignalView, running: bool) -> str:
+    type_text = type_to_str(s.type)
+    attrs = f"data-signal='{esc(s.signal_id)}'"
+    if s.value is not None:
+        value = f"<pre>{esc(render_literal(s.value))}</pre>"
+    elif not running:
+        value = "<span class='muted'>never set</span>"
+    elif s.type.WhichOneof("type") == "simple" and widget_for(s.type).kind == "bool":
+        value = ("<button data-signal-approve='true'>Approve</button> "
+                 "<button class='danger' data-signal-approve='false'>Reject</button>")
+    else:
+        value = (f"<form class='signal-form' {attrs}><input name='value' placeholder='{esc(type_text)}' "
+                 "size='30'> <button type='submit'>Set value</button></form>")
+    return (f"<tr {attrs}><td>{esc(s.signal_id)}</td><td><span class='tag'>{esc(type_text)}</span></td>"
+            f"<td>{value}<div class='signal-result'></div></td></tr>")
+
+
+def _node_rows(node: NodeView, depth: int, fmt: HtmlFormatter, link: LinkFor):
+    label = esc(node.spec_node_id)
+    if node.node_id != node.spec_node_id:
+        label += f" <span class='muted'>({esc(node.node_id)})</span>"
+    if node.cache_status:
+        label += f" <span class='tag cache'>cache {esc(node.cache_status.lower())}</span>"
+    error = _error_block(node.error)
+    details = ""
+    if node.inputs is not None or node.outputs is not None:
+        deck = ""
+        href = link(node.deck_uri) if node.deck_uri else None
+        if href:
+            deck = f"<p><a href='{esc(href)}'>Deck</a></p>"
+        details = (f"<details id='node-{node.row_id}-data'><summary>inputs / outputs</summary>"
+                   f"<b>Inputs</b>{data_table(node.inputs, fmt)}<b>Outputs</b>{data_table(node.outputs, fmt)}"
+                   f"{deck}</details>")
+    yield (f"<tr data-node-row='{esc(node.node_id)}' data-phase='{esc(node.phase)}'>"
+           f"<td style='padding-left:{10 + 24 * depth}px'>{label}{error}</td><td>{phase_badge(node.phase)}</td>"
+           f"<td>{fmt_time(node.started_at)}</td><td>{fmt_duration(node.duration)}</td>"
+           f"<td>{_attempts(node.attempts)}</td><td>{details}</td></tr>")
+    for child in node.children:
+        yield from _node_rows(child, depth + 1, fmt, link)
+
+
+def _attempts(attempts: list[AttemptView]) -> str:
+    items = []
+    for a in attempts:
+        logs = " ".join(_log_link(name, uri, a) for name, uri in a.logs)
+        line = f"#{a.retry_attempt} {phase_badge(a.phase)} {fmt_duration(a.duration)} {logs}"
+        if a.items:
+            counts = ", ".join(f"{n} {esc(p.lower())}" for p, n in sorted(a.items.items()))
+            total = sum(a.items.values())
+            line += f"<div class='items' data-items='{total}'>map items: {counts}</div>"
+        if a.error:
+            line += _error_block(a.error, "muted")
+        elif a.reason:
+            line += f" <span class='muted'>{esc(a.reason)}</span>"
+        items.append(f"<div>{line}</div>")
+    return "".join(items)
+
+
+def _error_block(error: str, cls: str = "error") -> str:
+    """An error: its last line (usually the exception) in view, the whole text one click away."""
+    if not error:
+        return ""
+    lines = [line for line in error.strip().splitlines() if line.strip()]
+    head = lines[-1].strip() if lines else error
+    if len(lines) <= 1:
+        return f"<div class='{cls}'><pre>{esc(error)}</pre></div>"
+    return (f"<details class='{cls}'><summary>{esc(head)}</summary><pre>{esc(error)}</pre></details>")
+
+
+def _log_link(name: str, uri: str, attempt: AttemptView) -> str:
+    # Only web links become hrefs: a log URI is not allowed to run script in the console's origin.
+    if not uri.startswith(("http://", "https://", "/")):
+        return f"{esc(name)}: {esc(uri)}"
+    follow = ""
+    if "/logs/" in uri:
+        # The in-page viewer streams flytelite's own log files; other links open as they are.
+        live = "1" if attempt.phase not in TERMINAL else "0"
+        follow = f" data-log='{esc(uri[uri.index('/logs/'):])}' data-live-log='{live}'"
+    return f"<a class='log' href='{esc(uri)}'{follow}>{esc(name)}</a>"
+
+
+def _log_panel() -> str:
+    return ("<div id='log-panel'><div class='bar'><span id='log-title'></span><span>"
+            "<a id='log-raw' target='_blank' style='color:#cfd8ff'>raw</a> "
+            "<button class='secondary' id='log-close'>Close</button></span></div><pre id='log-text'></pre></div>")

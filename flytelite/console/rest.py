@@ -1,0 +1,250 @@
+"""Flyte's REST API (`/api/v1/...`), as FlyteAdmin's grpc-gateway serves it, over the in-process servicers.
+
+The routes are not written out by hand: they are read from the `google.api.http`
+annotations in flyteidl's service descriptors (AdminService, SignalService,
+DataProxyService), so every path, verb and body rule is exactly Flyte's. A request
+is built from path and query parameters (or the JSON / protobuf body), the same
+servicer method the gRPC server runs is called in a worker thread (the event loop
+runs the engine), and the response is encoded as FlyteAdmin's gateway encodes it:
+protobuf for `Accept: application/octet-stream`, JSON with proto field names for
+`application/json`, lowerCamelCase JSON otherwise. Errors are JSON
+`{"error", "message", "code", "details"}` with the HTTP status flytelite.errors names.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from flyteidl.admin import version_pb2
+from flyteidl.service import admin_pb2, dataproxy_pb2, signal_pb2
+from google.api import annotations_pb2
+from google.protobuf import descriptor, json_format, message_factory
+from google.protobuf.message import DecodeError, Message
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from flytelite.errors import FlyteliteError, InvalidArgument, NotFound, Unimplemented
+
+log = logging.getLogger(__name__)
+
+PROTOBUF = "application/octet-stream"
+# grpc.StatusCode numbers, for the `code` field of error bodies (grpc-gateway's shape).
+_GRPC_CODES = {"INVALID_ARGUMENT": 3, "NOT_FOUND": 5, "ALREADY_EXISTS": 6, "FAILED_PRECONDITION": 9,
+               "UNIMPLEMENTED": 12, "INTERNAL": 13}
+_SERVICES = ((admin_pb2, "AdminService"), (signal_pb2, "SignalService"), (dataproxy_pb2, "DataProxyService"))
+_FD = descriptor.FieldDescriptor
+
+
+@dataclass(frozen=True)
+class RestRoute:
+    """One HTTP binding of one RPC, as the service's proto declares it."""
+
+    service: str
+    rpc: str
+    method: str
+    # Flyte's path template, e.g. /api/v1/executions/{id.project}/{id.domain}/{id.name}
+    template: str
+    # "*": the whole request message is the body; "": request fields come from path and query.
+    body: str
+    request_type: type[Message]
+
+    @property
+    def fields(self) -> list[str]:
+        """Dotted request fields bound by the path, in order."""
+        return [part[1:-1] for part in self.template.split("/") if part.startswith("{")]
+
+    @property
+    def starlette_path(self) -> str:
+        """The template with Starlette-safe parameter names (p0, p1, ...)."""
+        out, i = [], 0
+        for part in self.template.split("/"):
+            if part.startswith("{"):
+                part, i = f"{{p{i}}}", i + 1
+            out.append(part)
+        return "/".join(out)
+
+
+def flyte_routes() -> list[RestRoute]:
+    """Every HTTP binding declared in flyteidl's AdminService, SignalService and DataProxyService."""
+    routes = []
+    for module, service_name in _SERVICES:
+        service = module.DESCRIPTOR.services_by_name[service_name]
+        for method in service.methods:
+            options = method.GetOptions()
+            if not options.HasExtension(annotations_pb2.http):
+                continue
+            rule = options.Extensions[annotations_pb2.http]
+            request_type = message_factory.GetMessageClass(method.input_type)
+            for binding in (rule, *rule.additional_bindings):
+                verb = binding.WhichOneof("pattern")
+                routes.append(RestRoute(service_name, method.name, verb.upper(), getattr(binding, verb),
+                                        binding.body or rule.body, request_type))
+    return routes
+
+
+# ---- requests ----------------------------------------------------------------------------------
+
+def set_field(msg: Message, dotted: str, text: str) -> None:
+    """Set `dotted` (proto or JSON field names, dot-separated) in `msg` from a path or query string."""
+    *parents, leaf = dotted.split(".")
+    target = msg
+    for name in parents:
+        field = _field(target, name, dotted)
+        if field.type != _FD.TYPE_MESSAGE or _repeated(field):
+            raise InvalidArgument(f"parameter {dotted!r}: {name!r} is not a message field")
+        target = getattr(target, field.name)
+    field = _field(target, leaf, dotted)
+    value = _scalar(field, text, dotted)
+    if _repeated(field):
+        getattr(target, field.name).append(value)
+    else:
+        setattr(target, field.name, value)
+
+
+def _repeated(field: descriptor.FieldDescriptor) -> bool:
+    # protobuf 7 dropped `label`; older releases lack `is_repeated`.
+    repeated = getattr(field, "is_repeated", None)
+    return bool(repeated) if repeated is not None else field.label == _FD.LABEL_REPEATED
+
+
+def _field(msg: Message, name: str, dotted: str) -> descriptor.FieldDescriptor:
+    fields = msg.DESCRIPTOR.fields_by_name
+    field = fields.get(name) or next((f for f in msg.DESCRIPTOR.fields if f.json_name == name), None)
+    if field is None:
+        raise InvalidArgument(f"parameter {dotted!r}: {msg.DESCRIPTOR.full_name} has no field {name!r} "
+                              f"(its fields: {', '.join(sorted(fields))})")
+    return field
+
+
+def _scalar(field: descriptor.FieldDescriptor, text: str, dotted: str):
+    try:
+        if field.type == _FD.TYPE_STRING:
+            return text
+        if field.type == _FD.TYPE_BOOL:
+            if text.lower() not in ("true", "false", "1", "0"):
+                raise ValueError(text)
+            return text.lower() in ("true", "1")
+        if field.type == _FD.TYPE_ENUM:
+            by_name = field.enum_type.values_by_name.get(text)
+            return by_name.number if by_name is not None else field.enum_type.values_by_number[int(text)].number
+        if field.type in (_FD.TYPE_FLOAT, _FD.TYPE_DOUBLE):
+            return float(text)
+        if field.type == _FD.TYPE_BYTES:
+            return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        if field.type == _FD.TYPE_MESSAGE:
+            raise InvalidArgument(f"parameter {dotted!r} names a message; name one of its fields instead")
+        return int(text)
+    except (ValueError, KeyError) as exc:
+        expected = ("one of " + ", ".join(field.enum_type.values_by_name) if field.type == _FD.TYPE_ENUM
+                    else "true or false" if field.type == _FD.TYPE_BOOL else "a number")
+        raise InvalidArgument(f"parameter {dotted!r}: {text!r} is not a valid value ({expected})") from exc
+
+
+async def build_request(route: RestRoute, request: Request) -> Message:
+    """The request message: body (for body "*"), then query parameters, then path parameters."""
+    msg = route.request_type()
+    if route.body == "*":
+        raw = await request.body()
+        if raw:
+            try:
+                if PROTOBUF in request.headers.get("content-type", ""):
+                    msg.ParseFromString(raw)
+                else:
+                    json_format.Parse(raw, msg, ignore_unknown_fields=True)
+            except (json_format.ParseError, DecodeError, UnicodeDecodeError) as exc:
+                raise InvalidArgument(f"request body is not a valid {msg.DESCRIPTOR.full_name}: {exc}") from exc
+    else:
+        for key, value in request.query_params.multi_items():
+            set_field(msg, key, value)
+    for i, dotted in enumerate(route.fields):
+        set_field(msg, dotted, request.path_params[f"p{i}"])
+    return msg
+
+
+# ---- responses ---------------------------------------------------------------------------------
+
+def encode(msg: Message, accept: str) -> Response:
+    if PROTOBUF in accept:
+        return Response(msg.SerializeToString(), media_type=PROTOBUF)
+    # FlyteAdmin's gateway: proto names for application/json, the gateway's camelCase default otherwise;
+    # both print unpopulated fields.
+    data = json_format.MessageToDict(msg, always_print_fields_with_no_presence=True,
+                                     preserving_proto_field_name="application/json" in accept)
+    return JSONResponse(data)
+
+
+def error_response(exc: Exception, what: str) -> JSONResponse:
+    if isinstance(exc, FlyteliteError):
+        status, code, message = exc.http_status, exc.grpc_code, str(exc)
+    elif isinstance(exc, NotImplementedError):
+        status, code, message = 501, "UNIMPLEMENTED", f"{what} is not implemented by flytelite yet. {exc}"
+    else:
+        log.exception("%s failed", what)
+        status, code, message = 500, "INTERNAL", f"{what} failed inside flytelite: {type(exc).__name__}: {exc}"
+    return JSONResponse({"error": message, "message": message, "code": _GRPC_CODES.get(code, 13), "details": []},
+                        status_code=status)
+
+
+# ---- wiring ------------------------------------------------------------------------------------
+
+Servicers = dict[str, object]
+# RPCs the console answers itself because no servicer defines them.
+Override = Callable[[Message], Message]
+
+
+def get_version(_request: Message) -> version_pb2.GetVersionResponse:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ours = version("flytelite")
+    except PackageNotFoundError:
+        ours = "dev"
+    return version_pb2.GetVersionResponse(
+        control_plane_version=version_pb2.Version(Version=f"flytelite-{ours}", Build="flytelite", BuildTime=""))
+
+
+OVERRIDES: dict[str, Override] = {"GetVersion": get_version}
+
+
+def _endpoint(route: RestRoute, call: Callable[[Message], Message]):
+    what = f"{route.method} {route.template} ({route.service}.{route.rpc})"
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            msg = await build_request(route, request)
+            reply = await run_in_threadpool(call, msg)
+        except Exception as exc:  # noqa: BLE001 - the API edge: every failure becomes a JSON error
+            return error_response(exc, what)
+        return encode(reply, request.headers.get("accept", ""))
+
+    return endpoint
+
+
+def _caller(route: RestRoute, servicers: Servicers) -> Callable[[Message], Message]:
+    if route.rpc in OVERRIDES:
+        return OVERRIDES[route.rpc]
+    servicer = servicers.get(route.service)
+    if servicer is None:
+        def missing(_msg: Message) -> Message:
+            raise Unimplemented(f"{route.service} is not served by flytelite")
+        return missing
+    method = getattr(servicer, route.rpc)
+    return lambda msg: method(msg, None)
+
+
+def rest_routes(servicers: Servicers) -> Iterator[Route]:
+    """Starlette routes for every Flyte REST binding, calling `servicers[service_name].<rpc>`."""
+    for route in flyte_routes():
+        yield Route(route.starlette_path, _endpoint(route, _caller(route, servicers)), methods=[route.method],
+                    name=f"{route.service}.{route.rpc}.{route.method}.{route.template}")
+
+
+def unknown_api(request: Request) -> Response:
+    return error_response(NotFound(
+        f"no Flyte REST API at {request.method} {request.url.path}; see flyteidl's service/admin.proto for the paths"),
+        "REST")

@@ -1,0 +1,212 @@
+// flytelite console: live regions, actions over the REST API, the log viewer and the launch form.
+// Plain browser JavaScript: no framework, no build step, nothing fetched from elsewhere.
+(function () {
+  "use strict";
+  var POLL_MS = 1500;
+
+  function content() { return document.getElementById("content"); }
+  function polling() {
+    var c = content();
+    return c && (c.dataset.running === "1" || c.dataset.poll === "1");
+  }
+
+  // ---- live regions: re-fetch the page and swap every [data-live] region nobody is typing in ----
+  document.addEventListener("input", function (e) {
+    var region = e.target.closest("[data-live]");
+    if (region) region.dataset.dirty = "1";
+  });
+
+  async function refresh() {
+    try {
+      var r = await fetch(location.href, {cache: "no-store"});
+      if (r.ok) {
+        var fresh = new DOMParser().parseFromString(await r.text(), "text/html");
+        var open = {};
+        document.querySelectorAll("details[id]").forEach(function (d) { open[d.id] = d.open; });
+        fresh.querySelectorAll("[data-live][id]").forEach(function (next) {
+          var cur = document.getElementById(next.id);
+          if (!cur || cur.dataset.dirty === "1" || cur.contains(document.activeElement)) return;
+          next.querySelectorAll("details[id]").forEach(function (d) { if (d.id in open) d.open = open[d.id]; });
+          cur.replaceWith(next);
+        });
+        var fc = fresh.getElementById("content");
+        if (fc && content()) content().dataset.running = fc.dataset.running;
+        document.title = fresh.title;
+      }
+    } catch (err) { /* the server may be restarting: try again next tick */ }
+    if (polling()) setTimeout(refresh, POLL_MS);
+  }
+  if (polling()) setTimeout(refresh, POLL_MS);
+
+  // ---- REST calls ----
+  async function api(method, path, body) {
+    var r = await fetch(path, {
+      method: method,
+      headers: {"Content-Type": "application/json", "Accept": "application/json"},
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    var data = {};
+    try { data = await r.json(); } catch (e) { /* empty body */ }
+    if (!r.ok) throw new Error(data.error || data.message || (r.status + " " + r.statusText));
+    return data;
+  }
+
+  function show(el, text, ok) {
+    if (!el) { if (!ok) alert(text); return; }
+    el.textContent = text;
+    el.className = el.className.replace(/ ?notice( ok| bad)?/g, "") + " notice " + (ok ? "ok" : "bad");
+  }
+
+  function execId() {
+    var c = content();
+    return c && c.dataset.execution ? JSON.parse(c.dataset.execution) : null;
+  }
+
+  function goTo(id) {
+    location.href = "/console/projects/" + encodeURIComponent(id.project) + "/domains/" +
+      encodeURIComponent(id.domain) + "/executions/" + encodeURIComponent(id.name);
+  }
+
+  var actions = {
+    terminate: async function (id) {
+      await api("DELETE", "/api/v1/executions/" + [id.project, id.domain, id.name].map(encodeURIComponent).join("/"),
+        {id: id, cause: "terminated from the console"});
+      if (!polling()) { content().dataset.running = "1"; }
+      setTimeout(refresh, 200);
+      return "Terminating…";
+    },
+    relaunch: async function (id) {
+      var r = await api("POST", "/api/v1/executions/relaunch", {id: id});
+      goTo(r.id);
+      return "Relaunched as " + r.id.name;
+    },
+    recover: async function (id) {
+      var r = await api("POST", "/api/v1/executions/recover", {id: id});
+      goTo(r.id);
+      return "Recovering as " + r.id.name;
+    },
+  };
+
+  document.addEventListener("click", async function (e) {
+    var btn = e.target.closest("button[data-action]");
+    if (btn && actions[btn.dataset.action]) {
+      e.preventDefault();
+      btn.disabled = true;
+      var out = btn.parentElement.querySelector(".action-result");
+      try { show(out, await actions[btn.dataset.action](execId()), true); }
+      catch (err) { show(out, err.message, false); btn.disabled = false; }
+      return;
+    }
+    var approve = e.target.closest("button[data-signal-approve]");
+    if (approve) {
+      e.preventDefault();
+      var row = approve.closest("[data-signal]");
+      var id = execId();
+      approve.disabled = true;
+      try {
+        await api("POST", "/api/v1/signals", {
+          id: {execution_id: id, signal_id: row.dataset.signal},
+          value: {scalar: {primitive: {boolean: approve.dataset.signalApprove === "true"}}},
+        });
+        show(row.querySelector(".signal-result"), approve.dataset.signalApprove === "true" ? "Approved" : "Rejected", true);
+        setTimeout(refresh, 200);
+      } catch (err) { show(row.querySelector(".signal-result"), err.message, false); approve.disabled = false; }
+      return;
+    }
+    var lpState = e.target.closest("button[data-lp-state]");
+    if (lpState) {
+      e.preventDefault();
+      var lp = JSON.parse(lpState.dataset.lp);
+      try {
+        await api("PUT", "/api/v1/launch_plans/" + [lp.project, lp.domain, lp.name, lp.version].map(encodeURIComponent).join("/"),
+          {id: Object.assign({resource_type: "LAUNCH_PLAN"}, lp), state: lpState.dataset.lpState});
+        location.reload();
+      } catch (err) { show(document.querySelector(".lp-result"), err.message, false); }
+      return;
+    }
+    var log = e.target.closest("a.log[data-log]");
+    if (log) { e.preventDefault(); openLog(log.dataset.log, log.textContent); return; }
+    if (e.target.id === "log-close") { closeLog(); }
+  });
+
+  document.addEventListener("submit", async function (e) {
+    var form = e.target;
+    if (form.classList.contains("signal-form")) {
+      e.preventDefault();
+      var id = execId();
+      var out = form.parentElement.querySelector(".signal-result");
+      try {
+        await api("POST", "/console/api/signals", {project: id.project, domain: id.domain, execution: id.name,
+          signal_id: form.dataset.signal, value: form.elements.value.value});
+        show(out, "Value set", true);
+        var region = form.closest("[data-live]");
+        if (region) delete region.dataset.dirty;
+        setTimeout(refresh, 200);
+      } catch (err) { show(out, err.message, false); }
+    } else if (form.classList.contains("launch")) {
+      e.preventDefault();
+      var inputs = {};
+      form.querySelectorAll("[data-input]").forEach(function (el) {
+        inputs[el.dataset.input] = el.type === "checkbox" ? (el.checked ? "true" : "false") : el.value;
+      });
+      var spec = JSON.parse(form.dataset.target);
+      spec.inputs = inputs;
+      var result = form.querySelector(".launch-result");
+      var submit = form.querySelector("button[type=submit]");
+      submit.disabled = true;
+      try {
+        var r = await api("POST", "/console/api/launch", spec);
+        show(result, "Launched " + r.id.name, true);
+        location.href = r.url;
+      } catch (err) { show(result, err.message, false); submit.disabled = false; }
+    }
+  });
+
+  // ---- log viewer: streams /logs/<path>?offset=N while the execution runs ----
+  var logState = null;
+
+  function openLog(path, title) {
+    closeLog();
+    var panel = document.getElementById("log-panel");
+    if (!panel) { location.href = path; return; }
+    document.getElementById("log-title").textContent = title + " — " + path.replace(/^\/logs\//, "");
+    document.getElementById("log-raw").href = path;
+    document.getElementById("log-text").textContent = "";
+    panel.classList.add("open");
+    logState = {path: path, offset: 0, timer: null};
+    pollLog(logState);
+  }
+
+  function closeLog() {
+    if (logState && logState.timer) clearTimeout(logState.timer);
+    logState = null;
+    var panel = document.getElementById("log-panel");
+    if (panel) panel.classList.remove("open");
+  }
+
+  async function pollLog(state) {
+    var got = 0;
+    try {
+      var r = await fetch(state.path + "?offset=" + state.offset, {cache: "no-store"});
+      if (r.ok) {
+        var text = await r.text();
+        var next = parseInt(r.headers.get("X-Next-Offset") || "0", 10);
+        got = next - state.offset;
+        if (next < state.offset) document.getElementById("log-text").textContent = "";
+        state.offset = next;
+        if (text && logState === state) {
+          var pre = document.getElementById("log-text");
+          if (state.placeholder) { pre.textContent = ""; state.placeholder = false; }
+          var atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 8;
+          pre.textContent += text;
+          if (atEnd) pre.scrollTop = pre.scrollHeight;
+        }
+      } else if (r.status === 404 && logState === state) {
+        document.getElementById("log-text").textContent = "(no log yet)";
+        state.placeholder = true;
+      }
+    } catch (err) { /* try again */ }
+    if (logState !== state) return;
+    if (got > 0 || polling()) state.timer = setTimeout(function () { pollLog(state); }, got > 0 ? 200 : 1000);
+  }
+})();

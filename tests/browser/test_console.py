@@ -1,0 +1,153 @@
+"""The console in a real browser (headless Chromium) against a real server running real flytekit workflows.
+
+Each test opens the page of a run started with FlyteRemote (or from the console's own launch form) and
+watches it change without reloading: node phases in the graph, streamed task logs, the gate's
+approve button, terminate. Screenshots of the main pages land in tests/artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+from flyteidl.core.execution_pb2 import WorkflowExecution
+
+from tests.browser.conftest import DOCS_SCREENSHOT, screenshot
+
+pytestmark = pytest.mark.e2e
+PROJECT, DOMAIN = "flytesnacks", "development"
+
+
+def start(remote, demo: str, workflow: str, **inputs) -> str:
+    lp = remote.fetch_launch_plan(PROJECT, DOMAIN, f"console_demo.{workflow}", demo)
+    return remote.execute(lp, inputs=inputs).id.name
+
+
+def execution_path(name: str) -> str:
+    return f"/console/projects/{PROJECT}/domains/{DOMAIN}/executions/{name}"
+
+
+def node(page, node_id: str):
+    return page.locator(f"#dag g.dag-node[data-node='{node_id}']")
+
+
+def test_run_page_follows_the_engine_and_streams_logs(page, server, remote, demo):
+    name = start(remote, demo, "fan_wf", seconds=6, label="slow")
+    page.goto(server.url + execution_path(name))
+    # The graph shows every node of the compiled workflow, coloured as the engine moves.
+    for node_id in ("start-node", "n0", "n1", "n2", "end-node"):
+        assert node(page, node_id).count() == 1
+    running = node(page, "n0")
+    page.wait_for_function("document.querySelector(\"#dag g[data-node='n0']\").dataset.phase === 'RUNNING'")
+    assert "n-run" in running.get_attribute("class")
+    assert node(page, "n2").get_attribute("data-phase") == "NOT_STARTED"
+    # Open n0's log while it runs: lines arrive in the panel as the task prints them.
+    log_link = page.locator("tr[data-node-row='n0'] a.log[data-log]")
+    log_link.wait_for()
+    log_link.click()
+    panel = page.locator("#log-text")
+    page.wait_for_function("document.querySelector('#log-text').textContent.includes('slow: tick 1')")
+    assert "slow: done" not in panel.text_content()
+    screenshot(page, "execution-running")
+    page.wait_for_function("document.querySelector('#log-text').textContent.includes('slow: done')", timeout=60_000)
+    page.click("#log-close")
+    # No reload: the summary, graph, node list and timeline update themselves until the run ends.
+    page.wait_for_function("document.querySelector('#execution-phase').textContent === 'SUCCEEDED'", timeout=60_000)
+    for node_id in ("n0", "n1", "n2", "end-node"):
+        assert node(page, node_id).get_attribute("data-phase") == "SUCCEEDED"
+    assert page.locator("#gantt .row[data-gantt='n0']").count() == 1
+    assert page.locator("#gantt .row[data-gantt='n0#0'] .bar.ok").count() == 1
+    assert "'slow-6+quick-1'" in page.locator("#data").text_content()
+    assert page.locator("#content").get_attribute("data-running") == "0"
+    path = screenshot(page, "execution")
+    DOCS_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(path, DOCS_SCREENSHOT)
+
+
+def test_launch_form_reports_bad_inputs_then_starts_a_run(page, server, demo):
+    page.goto(f"{server.url}/console/projects/{PROJECT}/launchPlans/console_demo.fan_wf?domain={DOMAIN}&version={demo}")
+    form = page.locator("form.launch")
+    assert form.locator("input[data-input='seconds']").input_value() == "3"  # the launch plan's default
+    form.locator("input[data-input='seconds']").fill("three")
+    form.locator("button[type=submit]").click()
+    result = form.locator(".launch-result")
+    result.wait_for(state="visible")
+    page.wait_for_function("document.querySelector('.launch-result').textContent.length > 0")
+    assert "seconds: 'three' does not fit type INTEGER" in result.text_content()
+    assert "bad" in result.get_attribute("class")
+    form.locator("input[data-input='seconds']").fill("1")
+    form.locator("input[data-input='label']").fill("from-the-form")
+    screenshot(page, "launch-form")
+    form.locator("button[type=submit]").click()
+    page.wait_for_url(re.compile(r".*/executions/[a-z][a-z0-9]+$"))
+    page.wait_for_function("document.querySelector('#execution-phase').textContent === 'SUCCEEDED'", timeout=60_000)
+    assert "'from-the-form-1+quick-1'" in page.locator("#data").text_content()
+    assert "manual" in page.locator("#summary").text_content()
+
+
+def test_gate_is_approved_from_the_page(page, server, remote, demo):
+    name = start(remote, demo, "gate_wf", x=5)
+    page.goto(server.url + execution_path(name))
+    approve = page.locator("tr[data-signal='go-ahead'] button[data-signal-approve='true']")
+    approve.wait_for(timeout=60_000)
+    assert node(page, "n1").get_attribute("data-phase") == "RUNNING"
+    screenshot(page, "gate-pending")
+    approve.click()
+    page.wait_for_function("document.querySelector('#execution-phase').textContent === 'SUCCEEDED'", timeout=60_000)
+    assert "True" in page.locator("tr[data-signal='go-ahead']").text_content()
+    assert "7" in page.locator("#data").text_content()
+
+
+def test_terminate_aborts_a_running_execution(page, server, remote, demo):
+    name = start(remote, demo, "fan_wf", seconds=300, label="forever")
+    page.goto(server.url + execution_path(name))
+    page.wait_for_function("document.querySelector(\"#dag g[data-node='n0']\").dataset.phase === 'RUNNING'")
+    page.click("button[data-action='terminate']")
+    page.wait_for_function("document.querySelector('#execution-phase').textContent === 'ABORTED'", timeout=60_000)
+    assert "terminated from the console" in page.locator("#summary").text_content()
+    # A finished run offers relaunch and recover instead.
+    assert page.locator("button[data-action='relaunch']").count() == 1
+    assert page.locator("button[data-action='recover']").count() == 1
+    assert remote.fetch_execution(name=name).closure.phase == WorkflowExecution.ABORTED  # as FlyteRemote sees it
+
+
+def test_map_items_list_filters_and_pages(page, server, remote, demo):
+    failed = start(remote, demo, "map_wf", xs=[1, 2, -3, 4])
+    page.goto(server.url + execution_path(failed))
+    page.wait_for_function("document.querySelector('#execution-phase').textContent === 'FAILED'", timeout=60_000)
+    items = page.locator("tr[data-node-row='n0'] .items")
+    # Four items, one of them failed; the engine may abort items still running when the map fails.
+    assert items.get_attribute("data-items") == "4"
+    assert re.fullmatch(r"map items: (\d+ aborted, )?1 failed, \d+ succeeded", items.text_content())
+    assert "negative input -3" in page.locator("#summary .error").text_content()
+    assert node(page, "n0").get_attribute("data-phase") == "FAILED"
+    screenshot(page, "execution-failed-map")
+    # Recover re-runs the failed execution as a new one and opens its page.
+    page.click("button[data-action='recover']")
+    page.wait_for_url(re.compile(r".*/executions/(?!" + failed + r")[a-z][a-z0-9]+$"))
+
+    page.goto(f"{server.url}/console/projects/{PROJECT}/executions?domain={DOMAIN}")
+    page.select_option("select[name=phase]", "FAILED")
+    page.fill("input[name=workflow]", "console_demo.map_wf")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url(re.compile(r".*phase=FAILED.*"))
+    rows = page.locator("#executions tr[data-execution-row]")
+    assert rows.count() >= 1
+    assert page.locator(f"#executions tr[data-execution-row='{failed}']").count() == 1
+    assert all("FAILED" in t for t in rows.all_text_contents())
+    screenshot(page, "executions")
+    for path in ("/console", f"/console/projects/{PROJECT}?domain={DOMAIN}",
+                 f"/console/projects/{PROJECT}/workflows/console_demo.fan_wf?domain={DOMAIN}",
+                 f"/console/projects/{PROJECT}/tasks/console_demo.slow_step?domain={DOMAIN}",
+                 f"/console/projects/{PROJECT}/schedules?domain={DOMAIN}"):
+        resp = page.goto(server.url + path)
+        assert resp.status == 200, path
+    nightly = page.locator("tr[data-schedule='fan_nightly']")
+    assert "cron '0 3 * * *'" in nightly.text_content()
+    assert nightly.locator(".next-run").text_content().endswith(" 03:00:00 UTC")
+    screenshot(page, "schedules")
+    page.goto(f"{server.url}/console/projects/{PROJECT}/domains/{DOMAIN}/workflow/console_demo.fan_wf/version/{demo}")
+    assert page.locator("#content, .dag g[data-node='n2']").count() >= 1
+    assert "console_demo.fan_wf" in page.locator("h1").text_content()
+    screenshot(page, "workflow")
