@@ -3,7 +3,9 @@
 Rows (medians of several runs, one machine, one run of this script):
 - hello world: wall time from `pyflyte run --remote` starting to the execution SUCCEEDED;
 - per-task overhead: a 5-task chain's execution time per task minus the bare task process
-  time (the same `pyflyte-fast-execute ... pyflyte-execute ...` command run directly).
+  time (the same `pyflyte-fast-execute ... pyflyte-execute ...` command run directly);
+- cache hit: a 1-node cached workflow run again with the same input (no task process starts):
+  its node's QUEUED to SUCCEEDED time, and the execution's created to SUCCEEDED time.
 Writes benchmarks/results/latest.md.
 """
 
@@ -19,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from flyteidl.core import catalog_pb2
 from flytekit.configuration import Config as FlyteConfig
 from flytekit.remote import FlyteRemote
 
@@ -74,6 +77,22 @@ def bare_process_seconds(server, remote, name: str) -> float:
         return elapsed
 
 
+def cache_hit_seconds(server, remote: FlyteRemote, folder: Path) -> tuple[list[float], list[float]]:
+    """Node QUEUED->SUCCEEDED and execution created->SUCCEEDED times of cache-hit runs (one miss first)."""
+    name, _ = run_remote(server, folder, "cached.py", "cached_wf")
+    first, _ = wait_succeeded(remote, name)
+    lp = remote.fetch_launch_plan(name=first.spec.launch_plan.name, version=first.spec.launch_plan.version)
+    node_s, execution_s = [], []
+    for _ in range(RUNS):
+        execution, _ = wait_succeeded(remote, remote.execute(lp, inputs={"x": 0}).id.name)
+        execution = remote.sync_execution(execution, sync_nodes=True)
+        node = execution.node_executions["n0"]
+        assert node.closure.task_node_metadata.cache_status == catalog_pb2.CACHE_HIT, "expected a cache hit"
+        node_s.append((node.closure.updated_at - node.closure.created_at).total_seconds())
+        execution_s.append((execution.closure.updated_at - execution.closure.created_at).total_seconds())
+    return node_s, execution_s
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         server = make_server(Path(tmp))
@@ -95,9 +114,11 @@ def main() -> None:
                 seconds = (execution.closure.updated_at - execution.closure.created_at).total_seconds()
                 per_task.append(seconds / 5)
                 bare.append(bare_process_seconds(server, remote, name))
+            hit_node, hit_execution = cache_hit_seconds(server, remote, folder)
         finally:
             server.stop()
-    hello_s, task_s, bare_s = (statistics.median(v) for v in (hello, per_task, bare))
+    hello_s, task_s, bare_s, hit_node_s, hit_exec_s = (
+        statistics.median(v) for v in (hello, per_task, bare, hit_node, hit_execution))
     table = (
         "| figure | median | runs |\n| --- | --- | --- |\n"
         f"| hello world: `pyflyte run --remote` to SUCCEEDED | {hello_s:.2f} s | {RUNS} |\n"
@@ -105,6 +126,8 @@ def main() -> None:
         f"| bare task process (`pyflyte-fast-execute … pyflyte-execute`) | {bare_s * 1000:.0f} ms | {RUNS} |\n"
         f"| flytelite overhead per task (chain per task minus bare process) | {(task_s - bare_s) * 1000:.0f} ms"
         f" | {RUNS} |\n"
+        f"| cache hit: node QUEUED to SUCCEEDED (no task process) | {hit_node_s * 1000:.1f} ms | {RUNS} |\n"
+        f"| cache hit: 1-node execution created to SUCCEEDED | {hit_exec_s * 1000:.0f} ms | {RUNS} |\n"
     )
     out = HERE / "results" / "latest.md"
     out.write_text("# flytelite benchmarks\n\n" + table)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,11 @@ class EngineConfig:
     # Retries of system errors (process lost or killed), on top of the user's retries.
     max_system_retries: int = 3
     default_max_parallelism: int = 25
+    # Fork python-task attempts from a pre-imported zygote per interpreter (see propeller/plugins/warm)
+    # instead of starting a new interpreter each time; attempts that cannot run warm run cold.
+    warm_workers: bool = True
+    # Seconds a first attempt waits for its interpreter's zygote to import flytekit before running cold.
+    warm_start_seconds: float = 60.0
 
 
 # What the scheduler does with slots that came due while it was not running (see flytelite/scheduler).
@@ -58,6 +64,9 @@ class Config:
     storage_root: str = ""
     # Container image -> Python interpreter that runs its tasks; "default" is used for unknown images.
     images: dict[str, str] = field(default_factory=dict)
+    # Raw-container image (flytekit ContainerTask) -> how its command runs here: "local" (as a process on this
+    # machine) or a command prefix (e.g. "nice -n 10"). Unlisted images are not run (flytelite pulls nothing).
+    raw_container_images: dict[str, str] = field(default_factory=dict)
     engine: EngineConfig = field(default_factory=EngineConfig)
     # Lifetime of signed upload URLs.
     upload_url_seconds: int = 3600
@@ -83,6 +92,13 @@ class Config:
     def interpreter_for(self, image: str) -> str:
         """The Python interpreter that runs tasks of this image (the server's own by default)."""
         return self.images.get(image) or self.images.get("default") or sys.executable
+
+    def raw_container_runner(self, image: str) -> list[str] | None:
+        """The command prefix that runs a raw container of this image locally ([] for "local"); None if unmapped."""
+        runner = self.raw_container_images.get(image)
+        if runner is None:
+            return None
+        return [] if runner.strip() in ("", "local") else shlex.split(runner)
 
     @classmethod
     def load(cls, path: Path | None = None, **overrides) -> Config:

@@ -1,4 +1,5 @@
-"""ExecutionsApi: FlyteAdmin's workflow-execution RPCs (create, relaunch, get, list, data, terminate, archive).
+"""ExecutionsApi: FlyteAdmin's workflow-execution RPCs (create, relaunch, recover, get, list, data,
+terminate, archive).
 
 Creation lives in `launch.py` (shared with the scheduler and launch-plan nodes);
 phases change only through the engine's events (`events.py`). Terminate records
@@ -11,7 +12,7 @@ import re
 from datetime import datetime, timezone
 
 from flyteidl.admin import common_pb2, execution_pb2
-from flyteidl.core import literals_pb2
+from flyteidl.core import identifier_pb2, literals_pb2
 from sqlalchemy import select
 
 from flytelite.admin.exec_data import literal_map_data
@@ -117,24 +118,13 @@ class ExecutionsApi:
 
     def TerminateExecution(self, request: execution_pb2.ExecutionTerminateRequest, context=None):
         _require_id(request.id)
-        key = (request.id.project, request.id.domain, request.id.name)
-        with self.ctx.db.session() as session:
-            row = repo.get_execution(session, request.id)
-            if row.phase in WORKFLOW_TERMINAL:
-                raise FailedPrecondition(f"{ids.describe_execution(request.id)} already finished "
-                                         f"({workflow_phase_name(row.phase)}); there is nothing to terminate")
-            closure = execution_pb2.ExecutionClosure.FromString(row.closure_pb)
-            # The phase becomes ABORTED only when the engine reports it; until then the execution is aborting.
-            closure.abort_metadata.cause = request.cause
-            closure.abort_metadata.principal = ""
-            closure.phase = row.phase = WorkflowPhase.ABORTING
-            row.closure_pb = closure.SerializeToString()
-            flyte_workflow = session.get(FlyteWorkflow, key)
-            if flyte_workflow is not None:
-                flyte_workflow.abort_cause = request.cause or "terminated"
-                flyte_workflow.updated_at = self.ctx.clock.now()
-        self.ctx.notify_engine(key)
+        terminate_execution(self.ctx, request.id, request.cause)
         return execution_pb2.ExecutionTerminateResponse()
+
+    def RecoverExecution(self, request: execution_pb2.ExecutionRecoverRequest, context=None):
+        _require_id(request.id)
+        parent = request.metadata.parent_node_execution if request.metadata.HasField("parent_node_execution") else None
+        return execution_pb2.ExecutionCreateResponse(id=recover_execution(self.ctx, request.id, request.name, parent))
 
     def UpdateExecution(self, request: execution_pb2.ExecutionUpdateRequest, context=None):
         """Archive (or restore) an execution: it leaves (or rejoins) the default execution lists."""
@@ -148,6 +138,49 @@ class ExecutionsApi:
             row.state = request.state
             row.closure_pb = closure.SerializeToString()
         return execution_pb2.ExecutionUpdateResponse()
+
+
+def terminate_execution(ctx: Context, exec_id: identifier_pb2.WorkflowExecutionIdentifier, cause: str) -> None:
+    """Record the request to abort and wake the engine (TerminateExecution; also a parent's cascading abort)."""
+    key = (exec_id.project, exec_id.domain, exec_id.name)
+    with ctx.db.session() as session:
+        row = repo.get_execution(session, exec_id)
+        if row.phase in WORKFLOW_TERMINAL:
+            raise FailedPrecondition(f"{ids.describe_execution(exec_id)} already finished "
+                                     f"({workflow_phase_name(row.phase)}); there is nothing to terminate")
+        closure = execution_pb2.ExecutionClosure.FromString(row.closure_pb)
+        # The phase becomes ABORTED only when the engine reports it; until then the execution is aborting.
+        closure.abort_metadata.cause = cause
+        closure.abort_metadata.principal = ""
+        closure.phase = row.phase = WorkflowPhase.ABORTING
+        row.closure_pb = closure.SerializeToString()
+        flyte_workflow = session.get(FlyteWorkflow, key)
+        if flyte_workflow is not None:
+            flyte_workflow.abort_cause = cause or "terminated"
+            flyte_workflow.updated_at = ctx.clock.now()
+    ctx.notify_engine(key)
+
+
+def recover_execution(ctx: Context, original_id: identifier_pb2.WorkflowExecutionIdentifier, name: str = "",
+                      parent: identifier_pb2.NodeExecutionIdentifier | None = None,
+                      ) -> identifier_pb2.WorkflowExecutionIdentifier:
+    """FlyteAdmin's RecoverExecution: the original's launch plan and inputs again, as mode RECOVERED.
+
+    The engine copies the outputs of every node the original ran to success and reruns the rest.
+    """
+    with ctx.db.session() as session:
+        original = repo.get_execution(session, original_id)
+    user_inputs = (ctx.blobs.read_proto_if_exists(original.user_inputs_uri, literals_pb2.LiteralMap)
+                   if original.user_inputs_uri else None)
+    if user_inputs is None:
+        raise FailedPrecondition(f"{ids.describe_execution(original_id)} has no stored inputs to recover with")
+    create = relaunch_request(original, user_inputs, name, overwrite_cache=False)
+    spec = create.spec
+    spec.overwrite_cache = execution_pb2.ExecutionSpec.FromString(original.spec_pb).overwrite_cache
+    spec.metadata.mode = execution_pb2.ExecutionMetadata.RECOVERED
+    if parent is not None:
+        spec.metadata.parent_node_execution.CopyFrom(parent)
+    return launch_execution(ctx, create)
 
 
 def _require_id(ident) -> None:

@@ -189,6 +189,9 @@ def _store(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier, spec: execut
         principal=spec.metadata.principal,
         parent_execution=parent.execution_id.name if parent else "",
         parent_node_id=parent.node_id if parent else "",
+        # A recovery copies what succeeded in the original; the engine must know it before its first look.
+        recover_from=(spec.metadata.reference_execution.name
+                      if spec.metadata.mode == execution_pb2.ExecutionMetadata.RECOVERED else ""),
     )
     flyte_workflow = FlyteWorkflow(
         project=exec_id.project, domain=exec_id.domain, name=exec_id.name,

@@ -56,6 +56,9 @@ class EventRecorder:
         target_entity: identifier_pb2.Identifier | None = None,
         task_node_metadata: event_pb2.TaskNodeMetadata | None = None,
         deck_uri: str = "", retry_group: str = "",
+        workflow_node_metadata: event_pb2.WorkflowNodeMetadata | None = None,
+        parent_node_id: str = "", is_parent: bool = False, is_dynamic: bool = False,
+        is_in_dynamic_chain: bool = False, is_array: bool = False,
     ) -> None:
         now = to_timestamp(self.clock.now())
         ev = event_pb2.NodeExecutionEvent(
@@ -63,7 +66,12 @@ class EventRecorder:
             producer_id=PRODUCER_ID, phase=phase, occurred_at=now, reported_at=now,
             spec_node_id=spec_node_id, node_name=node_name, retry_group=retry_group,
             event_version=NODE_EVENT_VERSION, deck_uri=deck_uri,
+            is_parent=is_parent, is_dynamic=is_dynamic, is_in_dynamic_chain=is_in_dynamic_chain,
+            is_array=is_array,
         )
+        if parent_node_id:
+            # A nested node (branch arm, subworkflow or dynamic child): admin files it under its parent.
+            ev.parent_node_metadata.node_id = parent_node_id
         if input_uri:
             ev.input_uri = input_uri
         if output_uri:
@@ -74,6 +82,8 @@ class EventRecorder:
             ev.target_entity.CopyFrom(target_entity)
         if task_node_metadata is not None:
             ev.task_node_metadata.CopyFrom(task_node_metadata)
+        if workflow_node_metadata is not None:
+            ev.workflow_node_metadata.CopyFrom(workflow_node_metadata)
         self._send(self.sink.node_event, ev)
 
     def task(
@@ -83,6 +93,7 @@ class EventRecorder:
         error: execution_pb2.ExecutionError | None = None,
         logs: list[execution_pb2.TaskLog] | None = None, reason: str = "",
         generated_name: str = "", plugin_identifier: str = "",
+        external_resources: list[event_pb2.ExternalResourceInfo] | None = None,
     ) -> None:
         now = to_timestamp(self.clock.now())
         ev = event_pb2.TaskExecutionEvent(
@@ -97,6 +108,9 @@ class EventRecorder:
         if generated_name or plugin_identifier:
             ev.metadata.generated_name = generated_name
             ev.metadata.plugin_identifier = plugin_identifier
+        if external_resources:
+            # An array node's items (FlytePropeller's ArrayNode event recorder).
+            ev.metadata.external_resources.extend(external_resources)
         if input_uri:
             ev.input_uri = input_uri
         if output_uri:

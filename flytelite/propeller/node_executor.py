@@ -5,6 +5,8 @@ done gets its inputs resolved and written to `<data dir>/inputs.pb` and is queue
 running nodes are handed to their kind's handler; failed attempts are retried within their budget
 (user errors: the node's retries; system errors: config.engine.max_system_retries); an attempt
 that outlives the task's timeout is stopped. Independent nodes progress in the same round.
+Nested kinds (branch, subworkflow, dynamic) hand their children back here as a nested DagScope
+(walk_dag / abort_dag), so children go through exactly the same steps, ids and events as top-level nodes.
 """
 
 from __future__ import annotations
@@ -17,9 +19,12 @@ from flyteidl.core import execution_pb2, literals_pb2
 
 from flytelite.propeller.bindings import BindingError, resolve_bindings
 from flytelite.propeller.execution_context import ExecutionRound
+from flytelite.propeller.failure_node import is_failure_node, set_error_input
 from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
 from flytelite.propeller.nodes.registry import HandlerRegistry
 from flytelite.propeller.phases import NODE_ACTIVE, NODE_FAILED, NODE_PASSED, NodePhase, node_event_phase
+from flytelite.propeller.recovery import recover_node
+from flytelite.propeller.scope import DagScope
 from flytelite.propeller.status import ErrorInfo, NodeStatus, iso, parse_iso
 from flytelite.propeller.workflow import END_NODE, START_NODE, node_kind
 
@@ -59,42 +64,62 @@ class NodeExecutor:
 
     # -- the walk ---------------------------------------------------------------------------
     def walk(self, rnd: ExecutionRound) -> DagOutcome:
-        wf, status = rnd.workflow, rnd.status
-        rnd.parallelism = sum(
-            1 for nid, st in status.nodes.items()
-            if st.phase in NODE_ACTIVE and nid in wf.nodes
-            and self.handlers.get(node_kind(wf.nodes[nid])).counts_for_parallelism
-        )
+        scope = self.top_scope(rnd)
+        rnd.parallelism = self._slots_in_use(rnd, scope)
+        return self.walk_dag(rnd, scope)
+
+    @staticmethod
+    def top_scope(rnd: ExecutionRound) -> DagScope:
+        return DagScope(rnd.workflow, rnd.status.nodes, rnd.status.data_dir, inputs_uri=rnd.spec.inputs_uri)
+
+    def walk_dag(self, rnd: ExecutionRound, scope: DagScope) -> DagOutcome:
+        """One pass over one scope's nodes (FlytePropeller's RecursiveNodeHandler from its start node)."""
+        wf = scope.dag
         error: ErrorInfo | None = None
         blocked = False
         for node_id in wf.order:
-            st = status.node(node_id)
+            st = scope.status(node_id)
             if st.phase not in NODE_PASSED and st.phase not in NODE_FAILED:
-                blocked = not self.handle_node(rnd, node_id) or blocked
+                blocked = not self.handle_node(rnd, node_id, scope) or blocked
             if st.phase in NODE_FAILED:
-                error = error or st.error or ErrorInfo("NodeFailed", f"node {node_id} failed", USER)
+                error = error or st.error or ErrorInfo("NodeFailed", f"node {scope.unique_id(node_id)} failed", USER)
                 if not wf.fail_after_executable_nodes_complete:
                     break
         if blocked and rnd.parallelism < rnd.max_parallelism:
             # A node waited for capacity that later nodes in this round freed.
             rnd.requeue_now = True
         if error is not None:
-            still_running = any(s.phase in NODE_ACTIVE for s in status.nodes.values())
+            still_running = any(s.phase in NODE_ACTIVE for s in scope.statuses.values())
             if not (wf.fail_after_executable_nodes_complete and still_running):
                 return DagOutcome(error=error)
-        return DagOutcome(complete=status.node(END_NODE).phase in NODE_PASSED)
+        return DagOutcome(complete=scope.complete())
 
-    def handle_node(self, rnd: ExecutionRound, node_id: str) -> bool:
+    def handle_node(self, rnd: ExecutionRound, node_id: str, scope: DagScope | None = None) -> bool:
         """Move one node along as far as it goes this round; False if it waited for parallelism."""
-        node = rnd.workflow.nodes[node_id]
-        handler = self.handlers.get(node_kind(node))
-        nctx = NodeExecutionContext(rnd, node, rnd.status.node(node_id))
-        was_active = nctx.status.phase in NODE_ACTIVE
+        nctx = self.context(rnd, scope or self.top_scope(rnd), node_id)
+        handler = self.handlers.get(node_kind(nctx.node))
+        held = _holds_slot(handler, nctx.status)
         try:
             return self._steps(nctx, handler)
         finally:
-            if handler.counts_for_parallelism:
-                rnd.parallelism += (nctx.status.phase in NODE_ACTIVE) - was_active
+            rnd.parallelism += _holds_slot(handler, nctx.status) - held
+
+    def context(self, rnd: ExecutionRound, scope: DagScope, node_id: str) -> NodeExecutionContext:
+        return NodeExecutionContext(rnd, scope.dag.nodes[node_id], scope.status(node_id), scope=scope, executor=self)
+
+    def _slots_in_use(self, rnd: ExecutionRound, scope: DagScope) -> int:
+        """Nodes holding a slot of max parallelism, at every level of nesting."""
+        used = 0
+        for node_id, st in list(scope.statuses.items()):
+            if st.phase not in NODE_ACTIVE or node_id not in scope.dag.nodes:
+                continue
+            nctx = self.context(rnd, scope, node_id)
+            handler = self.handlers.get(node_kind(nctx.node))
+            used += _holds_slot(handler, st)
+            child = handler.child_scope(nctx)
+            if child is not None:
+                used += self._slots_in_use(rnd, child)
+        return used
 
     def _steps(self, nctx: NodeExecutionContext, handler: NodeHandler) -> bool:
         st = nctx.status
@@ -123,19 +148,37 @@ class NodeExecutor:
 
     def abort_all(self, rnd: ExecutionRound, reason: str) -> None:
         """Stop every node that holds something (FlytePropeller's AbortHandler), reporting ABORTED."""
-        for node_id in rnd.workflow.order:
-            st = rnd.status.nodes.get(node_id)
+        failure = rnd.workflow.failure_node
+        self.abort_dag(rnd, self.top_scope(rnd), reason,
+                       [*rnd.workflow.order, *([failure.id] if failure is not None else [])])
+
+    def abort_dag(self, rnd: ExecutionRound, scope: DagScope, reason: str, node_ids: list[str] | None = None) -> None:
+        """Abort one scope's active nodes (nested kinds abort their own children first), reporting ABORTED."""
+        for node_id in node_ids if node_ids is not None else scope.dag.order:
+            st = scope.statuses.get(node_id)
             if st is None or st.phase not in NODE_ACTIVE:
                 continue
-            node = rnd.workflow.nodes[node_id]
-            handler = self.handlers.get(node_kind(node))
-            nctx = NodeExecutionContext(rnd, node, st)
+            nctx = self.context(rnd, scope, node_id)
+            handler = self.handlers.get(node_kind(nctx.node))
             handler.abort(nctx, reason)
             handler.finalize(nctx)
             st.message = f"aborted: {reason}"
             st.stopped_at = iso(rnd.now)
             self._event(nctx, execution_pb2.NodeExecution.ABORTED,
                         error=ErrorInfo("NodeAborted", reason, USER))
+
+    def handle_subnode(self, nctx: NodeExecutionContext, handler: NodeHandler) -> None:
+        """Move a node that is in no DAG (an array item) as far as it goes this round.
+
+        Its caller owns its data dir and inputs: it is queued without input resolution (FlytePropeller
+        nils an array sub-node's input bindings), then takes the same steps as any node.
+        """
+        st = nctx.status
+        if st.phase == NodePhase.NOT_YET_STARTED:
+            st.output_dir = posixpath.join(st.data_dir, str(st.attempts))
+            st.queued_at = iso(nctx.round.now)
+            self._transition(nctx, PhaseInfo(EPhase.QUEUED, reason="node queued"), NodePhase.QUEUED)
+        self._steps(nctx, handler)
 
     # -- phases -----------------------------------------------------------------------------
     def _start(self, nctx: NodeExecutionContext, handler: NodeHandler) -> bool | None:
@@ -144,25 +187,32 @@ class NodeExecutor:
         True if queued, False if not ready (or skipped, or failed), None if it waits for parallelism.
         """
         rnd, st, node_id = nctx.round, nctx.status, nctx.node_id
-        st.data_dir = posixpath.join(rnd.status.data_dir, node_id, "data")
+        scope, spec_id = nctx.scope or self.top_scope(rnd), nctx.node.id
+        st.data_dir = scope.node_data_dir(spec_id)
         st.output_dir = posixpath.join(st.data_dir, str(st.attempts))
-        if node_id == START_NODE:
+        if spec_id == START_NODE:
             st.phase, st.queued_at = NodePhase.QUEUED, iso(rnd.now)
             return True
-        ready = self._readiness(rnd, node_id)
+        ready = self._readiness(scope, spec_id)
         if ready == "skip":
             self._transition(nctx, PhaseInfo(EPhase.SKIP, reason="an upstream node was skipped"), NodePhase.SKIPPED)
             return False
         if ready != "ready":
             return False
+        recovered = recover_node(nctx) if rnd.spec.recover_from else None
+        if recovered is not None:
+            self._transition(nctx, recovered, NodePhase.RECOVERED)
+            return False
         if handler.counts_for_parallelism and rnd.max_parallelism and rnd.parallelism >= rnd.max_parallelism:
             return None
         try:
-            inputs = self._resolve_inputs(rnd, node_id)
+            inputs = self._resolve_inputs(rnd, scope, spec_id)
         except BindingError as e:
             info = PhaseInfo.failure("BindingResolutionFailure", str(e), kind=SYSTEM)
             self._transition(nctx, info, NodePhase.FAILED)
             return False
+        if not scope.nested and is_failure_node(rnd, node_id):
+            set_error_input(inputs, node_id, rnd.status.error)
         rnd.ctx.blobs.write_proto(nctx.input_uri, inputs)
         st.queued_at = iso(rnd.now)
         self._transition(nctx, PhaseInfo(EPhase.QUEUED, reason="node queued"), NodePhase.QUEUED)
@@ -206,7 +256,8 @@ class NodeExecutor:
         if new == st.phase:
             return False
         self._transition(nctx, info, new)
-        return new in _SETTLES_INTO or new == NodePhase.RETRYABLE_FAILURE
+        # A dynamic node that just compiled its children starts them in the same round.
+        return new in _SETTLES_INTO or new in (NodePhase.RETRYABLE_FAILURE, NodePhase.DYNAMIC_RUNNING)
 
     def _retry(self, nctx: NodeExecutionContext, handler: NodeHandler) -> None:
         """Close the failed attempt and set up the next one (FlytePropeller's handleRetryableFailure)."""
@@ -216,6 +267,8 @@ class NodeExecutor:
         st.attempts += 1
         st.output_dir = posixpath.join(st.data_dir, str(st.attempts))
         st.task = None
+        # A new attempt of a nested node runs its children afresh (their ids carry the attempt).
+        st.sub_nodes, st.branch_taken, st.dynamic_phase = {}, None, None
         st.phase = NodePhase.RUNNING
         st.last_attempt_started_at = iso(nctx.round.now)
 
@@ -225,7 +278,8 @@ class NodeExecutor:
             event_phase = node_event_phase(_SETTLES_INTO.get(new, new))
             if event_phase is not None:
                 self._event(nctx, event_phase, output_uri=info.output_uri, error=info.error,
-                            deck_uri=info.deck_uri, task_node_metadata=info.task_node_metadata)
+                            deck_uri=info.deck_uri, task_node_metadata=info.task_node_metadata,
+                            workflow_node_metadata=info.workflow_node_metadata)
         if info.error is not None:
             st.error = info.error
         st.message = info.reason
@@ -241,7 +295,7 @@ class NodeExecutor:
             st.stopped_at = now
 
     def _event(self, nctx: NodeExecutionContext, phase: int, *, output_uri: str = "", error: ErrorInfo | None = None,
-               deck_uri: str = "", task_node_metadata=None) -> None:
+               deck_uri: str = "", task_node_metadata=None, workflow_node_metadata=None) -> None:
         rnd, node = nctx.round, nctx.node
         target = None
         if node.WhichOneof("target") == "task_node":
@@ -249,32 +303,45 @@ class NodeExecutor:
         elif node.WhichOneof("target") == "workflow_node":
             ref = node.workflow_node
             target = ref.launchplan_ref if ref.HasField("launchplan_ref") else ref.sub_workflow_ref
-        is_start = nctx.node_id == START_NODE
+        is_start = node.id == START_NODE
+        parent = nctx.scope.parent if nctx.scope is not None else None
+        # As FlytePropeller's ToNodeExecutionEvent: subworkflow nodes are parents; a dynamic node is
+        # dynamic from the moment it has futures, and a parent once it reports its compiled workflow.
+        is_parent = (node.WhichOneof("target") == "workflow_node" and node.workflow_node.HasField("sub_workflow_ref")) \
+            or (task_node_metadata is not None and task_node_metadata.HasField("dynamic_workflow"))
         rnd.events.node(
-            rnd.exec_id, nctx.node_id, phase, spec_node_id=nctx.node_id, node_name=node.metadata.name,
+            rnd.exec_id, nctx.node_id, phase, spec_node_id=node.id, node_name=node.metadata.name,
             input_uri="" if is_start else nctx.input_uri,
             output_uri=output_uri, error=error.to_proto() if error is not None else None,
             target_entity=target, task_node_metadata=task_node_metadata, deck_uri=deck_uri,
+            workflow_node_metadata=workflow_node_metadata,
+            parent_node_id=parent.unique_id if parent is not None else "",
+            retry_group=str(parent.attempt) if parent is not None else "",
+            is_parent=is_parent, is_dynamic=bool(nctx.status.dynamic_phase),
+            is_in_dynamic_chain=parent is not None and parent.in_dynamic_chain,
+            is_array=node.WhichOneof("target") == "array_node",
         )
 
     # -- helpers ----------------------------------------------------------------------------
-    def _readiness(self, rnd: ExecutionRound, node_id: str) -> str:
+    def _readiness(self, scope: DagScope, node_id: str) -> str:
         skipped = False
-        for up in rnd.workflow.upstream.get(node_id, ()):
-            phase = rnd.status.node(up).phase
+        for up in scope.dag.upstream.get(node_id, ()):
+            phase = scope.status(up).phase
             if phase == NodePhase.SKIPPED:
                 skipped = True
             elif phase not in NODE_PASSED:
                 return "not-ready"
         return "skip" if skipped else "ready"
 
-    def _resolve_inputs(self, rnd: ExecutionRound, node_id: str) -> literals_pb2.LiteralMap:
-        wf = rnd.workflow
+    def _resolve_inputs(self, rnd: ExecutionRound, scope: DagScope, node_id: str) -> literals_pb2.LiteralMap:
+        wf = scope.dag
         cache: dict[str, literals_pb2.LiteralMap] = {}
 
         def outputs_of(upstream: str) -> literals_pb2.LiteralMap:
             if upstream not in cache:
-                st = rnd.status.nodes.get(upstream)
+                # A branch arm binds to nodes of the scope around its branch.
+                owner = scope.owner_of(upstream)
+                st = owner[0].statuses.get(upstream) if owner is not None else None
                 if st is None or st.phase not in NODE_PASSED:
                     raise BindingError(f"node {upstream} has not succeeded")
                 uri = posixpath.join(st.output_dir, "outputs.pb")
@@ -285,8 +352,8 @@ class NodeExecutor:
             return cache[upstream]
 
         def aliases(upstream: str) -> dict[str, str]:
-            node = wf.nodes.get(upstream)
-            return {a.alias: a.var for a in node.output_aliases} if node is not None else {}
+            owner = scope.owner_of(upstream)
+            return {a.alias: a.var for a in owner[1].output_aliases} if owner is not None else {}
 
         bindings = wf.end_bindings if node_id == END_NODE else wf.nodes[node_id].inputs
         return resolve_bindings(node_id, bindings, outputs_of, aliases, rnd.ctx.blobs)
@@ -318,6 +385,11 @@ class NodeExecutor:
         elif task is not None and task.metadata.retries.retries:
             most = task.metadata.retries.retries + 1
         return current < most, current, most
+
+
+def _holds_slot(handler: NodeHandler, st: NodeStatus) -> bool:
+    # A dynamic node running its children holds no slot itself (else max_parallelism 1 would deadlock).
+    return handler.counts_for_parallelism and st.phase in NODE_ACTIVE and st.phase != NodePhase.DYNAMIC_RUNNING
 
 
 def _fmt(delta: timedelta) -> str:

@@ -52,6 +52,8 @@ class TaskStatus:
     phase: int = 0  # flyteidl TaskExecution.Phase last reported to admin
     phase_version: int = 0
     plugin: dict[str, Any] = field(default_factory=dict)
+    # The catalog's view of this attempt (flytelite.propeller.nodes.task_cache.CacheState as a dict).
+    cache: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -69,10 +71,20 @@ class NodeStatus:
     data_dir: str = ""
     output_dir: str = ""
     task: TaskStatus | None = None
+    # Nested execution (branch, subworkflow, dynamic): the children's statuses by spec node id (Flyte's
+    # SubNodeStatus), the arm a branch took (BranchNodeState.FinalizedNodeID) and the dynamic node's
+    # state (DynamicNodeState.Phase: "executing" once futures.pb was compiled). Reset on every retry.
+    sub_nodes: dict[str, NodeStatus] = field(default_factory=dict)
+    branch_taken: str | None = None
+    dynamic_phase: str | None = None
+    # Array node (map task): flytelite.propeller.array.state.ArrayState as a dict.
+    array: dict[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, data: dict) -> NodeStatus:
         data = dict(data)
+        if data.get("sub_nodes"):
+            data["sub_nodes"] = {k: NodeStatus.from_dict(v) for k, v in data["sub_nodes"].items()}
         if data.get("error"):
             data["error"] = ErrorInfo(**data["error"])
         if data.get("task") is not None:

@@ -66,6 +66,12 @@ class ExecutableWorkflow:
             task_key(t.template.id): t.template for t in closure.tasks
         }
         self.failure_node = self.template.failure_node if self.template.HasField("failure_node") else None
+        if self.failure_node is not None:
+            # Addressable like any node, but outside the DAG (not in `order`): it runs only after the workflow
+            # failed, with start-node as its one upstream node (FlytePropeller's FailureNodeLookup).
+            self.nodes[self.failure_node.id] = self.failure_node
+            self.upstream[self.failure_node.id] = [START_NODE]
+            self.downstream[self.failure_node.id] = []
         self.fail_after_executable_nodes_complete = (
             self.template.metadata.on_failure == workflow_pb2.WorkflowMetadata.FAIL_AFTER_EXECUTABLE_NODES_COMPLETE
         )

@@ -1,7 +1,7 @@
 """The WorkflowExecutor: one evaluation round of one execution (FlytePropeller's workflow/executor.go).
 
 Loads the FlyteWorkflow row, advances the workflow phase (Ready -> Running -> Succeeding -> Success,
-or Failing -> Failed, or Aborted when admin set abort_cause), lets the NodeExecutor walk the DAG,
+or Failing [-> HandlingFailureNode] -> Failed, or Aborted when admin set abort_cause), lets the NodeExecutor walk the DAG,
 reports WorkflowExecutionEvents, and persists the status once per round (setting done=True when
 terminal). While a round leaves work that should happen at once (a prepared task launch, a phase
 that settles immediately) further rounds run in memory, each persisted before the next acts.
@@ -21,6 +21,7 @@ from flytelite.context import Context, ExecutionKey
 from flytelite.idl.ids import execution_id
 from flytelite.propeller.events import EventRecorder
 from flytelite.propeller.execution_context import ExecutionRound
+from flytelite.propeller.failure_node import handle_failure_node
 from flytelite.propeller.node_executor import NodeExecutor
 from flytelite.propeller.phases import WORKFLOW_DONE, WorkflowPhase
 from flytelite.propeller.status import ErrorInfo, WorkflowStatus, iso
@@ -86,6 +87,7 @@ class WorkflowExecutor:
                 persisted = text
             if done:
                 self._workflows.pop(key, None)
+                self._wake_parent(key, spec)
                 return RoundResult(done=True)
             if not rnd.requeue_now:
                 break
@@ -113,7 +115,13 @@ class WorkflowExecutor:
         if give_up:
             self._workflows.pop(key, None)
             self.events.workflow(_exec_id(key), WfPhase.FAILED, error=err.to_proto())
+            self._wake_parent(key, ExecutionSpec.from_json(row.spec_json))
         return give_up
+
+    def _wake_parent(self, key: ExecutionKey, spec: ExecutionSpec) -> None:
+        """A finished child execution wakes the parent whose launch-plan node waits for it."""
+        if spec.parent_execution:
+            self.wake((key[0], key[1], spec.parent_execution), None)
 
     # -- phases -----------------------------------------------------------------------------
     def _advance(self, rnd: ExecutionRound) -> None:
@@ -135,13 +143,14 @@ class WorkflowExecutor:
         elif phase == WorkflowPhase.FAILING:
             self.nodes.abort_all(rnd, "Some node execution failed, auto-abort.")
             err = status.error or ErrorInfo("UnknownError", status.message or "unknown error")
-            failure_node = rnd.workflow.failure_node
-            if failure_node is not None:
-                err = ErrorInfo(err.code, f"{err.message}\n(failure node {failure_node.id} was not run: "
-                                "flytelite does not run workflow failure nodes yet)", err.kind)
-            self._to(rnd, WorkflowPhase.FAILED, error=err)
+            if rnd.workflow.failure_node is not None:
+                self._to(rnd, WorkflowPhase.HANDLING_FAILURE_NODE, error=err)
+            else:
+                self._to(rnd, WorkflowPhase.FAILED, error=err)
         elif phase == WorkflowPhase.HANDLING_FAILURE_NODE:
-            self._to(rnd, WorkflowPhase.FAILED, error=status.error)
+            done, err = handle_failure_node(self.nodes, rnd)
+            if done:
+                self._to(rnd, WorkflowPhase.FAILED, error=err)
 
     def _abort(self, rnd: ExecutionRound, cause: str) -> None:
         """Admin's TerminateExecution: stop running nodes, report ABORTED (FlytePropeller's HandleAbortedWorkflow)."""
@@ -165,11 +174,12 @@ class WorkflowExecutor:
         elif phase == WorkflowPhase.SUCCESS:
             status.stopped_at = now
             self.events.workflow(exec_id, WfPhase.SUCCEEDED, output_uri=status.output_uri)
-        elif phase in (WorkflowPhase.FAILING, WorkflowPhase.FAILED):
+        elif phase in (WorkflowPhase.FAILING, WorkflowPhase.HANDLING_FAILURE_NODE, WorkflowPhase.FAILED):
             if phase == WorkflowPhase.FAILED:
                 status.stopped_at = now
             err = (status.error or ErrorInfo("UnknownError", "Unknown error")).to_proto()
-            self.events.workflow(exec_id, WfPhase.FAILING if phase == WorkflowPhase.FAILING else WfPhase.FAILED,
+            # Flyte's API has no HandlingFailureNode phase: admin sees FAILING until the failure node is done.
+            self.events.workflow(exec_id, WfPhase.FAILED if phase == WorkflowPhase.FAILED else WfPhase.FAILING,
                                  error=err)
         elif phase == WorkflowPhase.ABORTED:
             status.stopped_at = now

@@ -10,13 +10,14 @@ from concurrent import futures
 
 import grpc
 import uvicorn
-from flyteidl.service import admin_pb2_grpc, dataproxy_pb2_grpc
+from flyteidl.service import admin_pb2_grpc, dataproxy_pb2_grpc, signal_pb2_grpc
 
 from flytelite.admin.bootstrap import ensure_default_project
 from flytelite.admin.dataproxy import DataProxyService
 from flytelite.admin.events import EventSink
 from flytelite.admin.grpc_errors import ErrorInterceptor
 from flytelite.admin.service import AdminService
+from flytelite.admin.signals import SignalService
 from flytelite.config import Config
 from flytelite.console.app import build_app
 from flytelite.context import Context
@@ -82,6 +83,7 @@ class FlyteliteServer:
         ctx.notify_engine = self.engine.notify
         admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminService(ctx), self._grpc)
         dataproxy_pb2_grpc.add_DataProxyServiceServicer_to_server(DataProxyService(ctx), self._grpc)
+        signal_pb2_grpc.add_SignalServiceServicer_to_server(SignalService(ctx), self._grpc)
         self._grpc.start()
 
         uv_config = uvicorn.Config(build_app(ctx), log_level="warning", lifespan="off", access_log=False)

@@ -28,6 +28,8 @@ class ExecutionSpec:
     # Child executions (launch-plan nodes): the parent's execution name and node execution id.
     parent_execution: str = ""
     parent_node_id: str = ""
+    # A recovery (RecoverExecution): the execution whose succeeded nodes are copied, not rerun.
+    recover_from: str = ""
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)

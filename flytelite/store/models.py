@@ -239,3 +239,22 @@ class CatalogReservation(Base):
     heartbeat_seconds: Mapped[float] = mapped_column(Float)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Signal(Base):
+    """A gate node's signal (FlyteAdmin's signal): created by the gate when it starts, set by a user.
+
+    The gate waits until `value_pb` is set; SetSignal type-checks the value against `type_pb`.
+    """
+
+    __tablename__ = "signals"
+    project: Mapped[str] = mapped_column(String(255), primary_key=True)
+    domain: Mapped[str] = mapped_column(String(255), primary_key=True)
+    execution_name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    signal_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    # flyteidl.core.LiteralType the value must have.
+    type_pb: Mapped[bytes] = mapped_column(LargeBinary)
+    # flyteidl.core.Literal, once set.
+    value_pb: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

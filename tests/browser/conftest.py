@@ -22,7 +22,9 @@ SCREENSHOTS = Path(__file__).resolve().parents[1] / "artifacts" / "screenshots"
 DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "console.png"
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: Playwright's sync API keeps an event loop running in this thread while it is
+# open, and later tests (the engine's) call asyncio.run().
+@pytest.fixture(scope="module")
 def browser():
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium; .ci/run does it)")

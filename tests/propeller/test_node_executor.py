@@ -267,7 +267,16 @@ def test_node_kind_not_built_yet_fails_the_node_clearly(tmp_path):
     key = h.create_execution(ctx, h.compile_entity(branchy, IN_PROCESS), {"x": 1}, "branchy")
 
     async def go():
-        engine, sink = start_engine(ctx, InProcessPlugin({}))
+        from flytelite.propeller.nodes.end import EndHandler
+        from flytelite.propeller.nodes.registry import HandlerRegistry
+        from flytelite.propeller.nodes.start import StartHandler
+        from flytelite.propeller.nodes.task import TaskHandler
+
+        # An engine built without the branch handler stands for any kind flytelite does not run.
+        plugins = registry(InProcessPlugin({}))
+        sink = h.RecordingSink()
+        engine = Engine(ctx, sink, plugins=plugins,
+                        handlers=HandlerRegistry([StartHandler(), EndHandler(), TaskHandler(plugins)]))
         await engine.start()
         try:
             return await h.run_to_completion(engine, ctx, key), sink

@@ -10,11 +10,13 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
-from flyteidl.core import execution_pb2, tasks_pb2, workflow_pb2
+from flyteidl.core import execution_pb2, literals_pb2, tasks_pb2, workflow_pb2
 from flyteidl.event import event_pb2
 
 from flytelite.propeller.execution_context import ExecutionRound
+from flytelite.propeller.scope import DagScope
 from flytelite.propeller.status import ErrorInfo, NodeStatus
 
 
@@ -41,6 +43,8 @@ class PhaseInfo:
     output_uri: str = ""
     deck_uri: str = ""
     task_node_metadata: event_pb2.TaskNodeMetadata | None = None
+    # Launch-plan nodes: the child execution, reported in every node event (FlyteRemote links to it).
+    workflow_node_metadata: event_pb2.WorkflowNodeMetadata | None = None
 
     @classmethod
     def running(cls, reason: str = "") -> PhaseInfo:
@@ -67,10 +71,15 @@ class NodeExecutionContext:
     round: ExecutionRound
     node: workflow_pb2.Node
     status: NodeStatus
+    # The level of the node tree the node is in (None: the workflow's top level), and the NodeExecutor
+    # walking it (handlers of nested kinds hand their children back to it).
+    scope: DagScope | None = None
+    executor: Any = None
 
     @property
     def node_id(self) -> str:
-        return self.node.id
+        """The node execution id admin knows: the spec id at the top level, derived from the parents' when nested."""
+        return self.scope.unique_id(self.node.id) if self.scope is not None else self.node.id
 
     @property
     def attempt(self) -> int:
@@ -90,11 +99,18 @@ class NodeExecutionContext:
 
     @property
     def task(self) -> tasks_pb2.TaskTemplate | None:
+        if self.scope is not None:
+            return self.scope.task(self.node)
         return self.round.workflow.task(self.node)
 
     @property
     def blobs(self):
         return self.round.ctx.blobs
+
+    def read_inputs(self) -> literals_pb2.LiteralMap:
+        """The node's input values. An array item overrides this: its values are its own item's, while
+        input_uri is the array node's file with whole lists (Flyte's SINGLE_INPUT_FILE data mode)."""
+        return self.blobs.read_proto_if_exists(self.input_uri, literals_pb2.LiteralMap) or literals_pb2.LiteralMap()
 
 
 class NodeHandler:
@@ -117,6 +133,10 @@ class NodeHandler:
 
     def finalize(self, nctx: NodeExecutionContext) -> None:
         """Release what a terminal attempt left behind; must be safe to call more than once."""
+
+    def child_scope(self, nctx: NodeExecutionContext) -> DagScope | None:
+        """The nested scope an active node of this kind runs (branch, subworkflow, dynamic); None for leaf kinds."""
+        return None
 
 
 class UnsupportedNodeHandler(NodeHandler):

@@ -27,8 +27,17 @@ class HandlerRegistry:
 
 def default_handlers(plugins) -> HandlerRegistry:
     """Every node kind flytelite runs; `plugins` is the task plugin registry the task handler uses."""
+    from flytelite.propeller.nodes.array import ArrayHandler
+    from flytelite.propeller.nodes.branch import BranchHandler
+    from flytelite.propeller.nodes.dynamic import DynamicNodeHandler
     from flytelite.propeller.nodes.end import EndHandler
+    from flytelite.propeller.nodes.gate import GateHandler
+    from flytelite.propeller.nodes.launch_plan import LaunchPlanHandler
     from flytelite.propeller.nodes.start import StartHandler
+    from flytelite.propeller.nodes.subworkflow import SubworkflowHandler
     from flytelite.propeller.nodes.task import TaskHandler
 
-    return HandlerRegistry([StartHandler(), EndHandler(), TaskHandler(plugins)])
+    # Task nodes go through the dynamic handler, which hands them to the task handler until a task writes futures.
+    return HandlerRegistry([StartHandler(), EndHandler(), DynamicNodeHandler(TaskHandler(plugins)),
+                            LaunchPlanHandler(), GateHandler(), ArrayHandler(plugins), BranchHandler(),
+                            SubworkflowHandler()])

@@ -12,7 +12,8 @@ class StartHandler(NodeHandler):
 
     def handle(self, nctx: NodeExecutionContext) -> PhaseInfo:
         blobs = nctx.blobs
-        uri = nctx.round.spec.inputs_uri
+        # The scope's inputs: the workflow's at the top level, a subworkflow node's own inputs when nested.
+        uri = nctx.scope.inputs_uri if nctx.scope is not None else nctx.round.spec.inputs_uri
         inputs = blobs.read_proto(uri, literals_pb2.LiteralMap) if uri else literals_pb2.LiteralMap()
         blobs.write_proto(nctx.outputs_uri, inputs)
         return PhaseInfo.success(output_uri=nctx.outputs_uri)

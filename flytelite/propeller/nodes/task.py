@@ -3,6 +3,8 @@
 It owns the task-level view: building the plugin's TaskExecutionContext, reporting
 TaskExecutionEvents when the plugin's phase (or phase version) changes, and turning the plugin's
 result into the node's phase (outputs checked, errors passed on for the retry policy).
+Cached tasks ask the catalog first (task_cache.py): a hit succeeds with the cached outputs without
+starting the plugin and without a task execution, as in FlytePropeller; a success is stored.
 """
 
 from __future__ import annotations
@@ -12,7 +14,11 @@ import posixpath
 from flyteidl.core import catalog_pb2, execution_pb2
 from flyteidl.event import event_pb2
 
+from flytelite.catalog import MAX_HEARTBEAT_INTERVAL, is_cacheable
+from flytelite.errors import InvalidArgument
+from flytelite.propeller.nodes import task_cache
 from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
+from flytelite.propeller.phases import NodePhase
 from flytelite.propeller.plugins.core import PluginPhase, TaskExecutionContext, unique_key
 from flytelite.propeller.plugins.registry import PluginNotFound, PluginRegistry
 from flytelite.propeller.status import TaskStatus
@@ -42,18 +48,35 @@ class TaskHandler(NodeHandler):
         tstatus = nctx.status.task
         if tstatus is None:
             tstatus = nctx.status.task = TaskStatus()
+        rnd = nctx.round
+        cache_run = _cache_run(nctx) if is_cacheable(task) else None
+        cached: event_pb2.TaskNodeMetadata | None = None
+        if cache_run is not None:
+            state = task_cache.CacheState.from_dict(tstatus.cache)
+            try:
+                check = task_cache.before_run(cache_run, state)
+            except InvalidArgument as e:
+                return PhaseInfo.failure("CacheKeyError", str(e), kind=USER)
+            finally:
+                tstatus.cache = state.to_dict()
+            if check.recheck_after is not None:
+                rnd.requeue_in(check.recheck_after)
+            if check.action == task_cache.CacheAction.HIT:
+                return PhaseInfo.success(output_uri=nctx.outputs_uri, task_node_metadata=check.metadata)
+            if check.action == task_cache.CacheAction.WAIT:
+                # The node stays queued (no transition, no event): say why in its status, as FlytePropeller does.
+                nctx.status.message = task_cache.WAITING_REASON
+                return PhaseInfo(EPhase.QUEUED, reason=task_cache.WAITING_REASON, task_node_metadata=check.metadata)
+            cached = check.metadata
         tctx = self._task_context(nctx, tstatus)
         info = plugin.handle(tctx)
-        rnd = nctx.round
         if info.requeue_now:
             rnd.requeue_now = True
         if info.poll_after is not None:
             rnd.requeue_in(info.poll_after)
 
         if info.phase == PluginPhase.SUCCESS and info.futures_uri:
-            info = info.failure("DynamicNotSupported", f"task {task.id.name} returned a dynamic workflow "
-                                "(futures.pb); flytelite does not run dynamic workflows yet", kind=SYSTEM,
-                                retryable=False, logs=info.logs)
+            pass  # A dynamic task: its outputs come later, from the workflow it wrote (nodes/dynamic.py).
         elif info.phase == PluginPhase.SUCCESS and len(task.interface.outputs.variables) \
                 and not nctx.blobs.exists(nctx.outputs_uri):
             info = info.failure("OutputsNotFound", f"task {task.id.name} succeeded but wrote no outputs.pb to "
@@ -66,15 +89,20 @@ class TaskHandler(NodeHandler):
 
         if info.phase == PluginPhase.SUCCESS:
             deck = posixpath.join(nctx.output_dir, "deck.html")
+            if cache_run is not None and not info.futures_uri:
+                state = task_cache.CacheState.from_dict(tstatus.cache)
+                cached = task_cache.after_success(cache_run, state)
+                tstatus.cache = state.to_dict()
             return PhaseInfo.success(output_uri=output_uri, deck_uri=deck if nctx.blobs.exists(deck) else "",
-                                     task_node_metadata=_cache_disabled())
+                                     task_node_metadata=cached or _cache_disabled())
         if info.phase in (PluginPhase.RETRYABLE_FAILURE, PluginPhase.PERMANENT_FAILURE):
             return PhaseInfo(EPhase.RETRYABLE_FAILURE if info.phase == PluginPhase.RETRYABLE_FAILURE else EPhase.FAILED,
                              reason=info.reason, error=info.error)
-        return PhaseInfo(EPhase.RUNNING, reason=info.reason, task_node_metadata=_cache_disabled())
+        return PhaseInfo(EPhase.RUNNING, reason=info.reason, task_node_metadata=cached or _cache_disabled())
 
     def abort(self, nctx: NodeExecutionContext, reason: str) -> None:
         tstatus, task = nctx.status.task, nctx.task
+        _release_cache(nctx)
         if tstatus is None or task is None or not tstatus.plugin:
             return
         try:
@@ -88,6 +116,10 @@ class TaskHandler(NodeHandler):
 
     def finalize(self, nctx: NodeExecutionContext) -> None:
         tstatus, task = nctx.status.task, nctx.task
+        if nctx.status.phase not in (NodePhase.QUEUED, NodePhase.RUNNING):
+            # A node that is done (or retried) frees its key at once instead of letting it expire. A node
+            # still running past its task (a dynamic node's children) keeps it until the node ends, as in Flyte.
+            _release_cache(nctx)
         if tstatus is None or task is None or not tstatus.plugin:
             return
         try:
@@ -95,6 +127,29 @@ class TaskHandler(NodeHandler):
         except PluginNotFound:
             return
         plugin.finalize(self._task_context(nctx, tstatus))
+
+    def cache_heartbeat(self, nctx: NodeExecutionContext) -> None:
+        """Keep a cache-serialized node's reservation while the node runs on past its task (a dynamic
+        node's children): call on every evaluation until the node ends."""
+        tstatus = nctx.status.task
+        if tstatus is None or not tstatus.cache or nctx.task is None:
+            return
+        state = task_cache.CacheState.from_dict(tstatus.cache)
+        check = task_cache.before_run(_cache_run(nctx), state)
+        tstatus.cache = state.to_dict()
+        if check.recheck_after is not None:
+            nctx.round.requeue_in(check.recheck_after)
+
+    def cache_outputs(self, nctx: NodeExecutionContext) -> event_pb2.TaskNodeMetadata | None:
+        """Cache the node's outputs.pb once the node succeeds after its task did (a dynamic node); the
+        TaskNodeMetadata of its SUCCEEDED event, None when the task is not cached."""
+        tstatus, task = nctx.status.task, nctx.task
+        if tstatus is None or task is None or not is_cacheable(task):
+            return None
+        state = task_cache.CacheState.from_dict(tstatus.cache)
+        metadata = task_cache.after_success(_cache_run(nctx), state)
+        tstatus.cache = state.to_dict()
+        return metadata
 
     def _task_context(self, nctx: NodeExecutionContext, tstatus: TaskStatus) -> TaskExecutionContext:
         rnd = nctx.round
@@ -117,6 +172,24 @@ class TaskHandler(NodeHandler):
             plugin_identifier=plugin_id,
         )
         tstatus.phase, tstatus.phase_version = phase, version
+
+
+def _cache_run(nctx: NodeExecutionContext) -> task_cache.CacheRun:
+    rnd = nctx.round
+    heartbeat = min(rnd.ctx.config.engine.resync_seconds, MAX_HEARTBEAT_INTERVAL.total_seconds())
+    return task_cache.CacheRun(
+        ctx=rnd.ctx, task=nctx.task, outputs_uri=nctx.outputs_uri, execution_id=rnd.exec_id,
+        inputs=nctx.read_inputs,  # an array item's own values, not the array node's lists
+        node_id=nctx.node_id, attempt=nctx.attempt, overwrite=rnd.spec.overwrite_cache, heartbeat_seconds=heartbeat,
+    )
+
+
+def _release_cache(nctx: NodeExecutionContext) -> None:
+    tstatus = nctx.status.task
+    if tstatus is not None and tstatus.cache and nctx.task is not None:
+        state = task_cache.CacheState.from_dict(tstatus.cache)
+        task_cache.release(_cache_run(nctx), state)
+        tstatus.cache = state.to_dict()
 
 
 def _cache_disabled() -> event_pb2.TaskNodeMetadata:

@@ -19,7 +19,10 @@ import shutil
 import signal
 import subprocess
 import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from flyteidl.core import errors_pb2, execution_pb2
 
@@ -27,6 +30,7 @@ from flytelite.context import Context
 from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
 from flytelite.propeller.plugins.template import TemplateError, TemplateParams, render
+from flytelite.propeller.plugins.warm.pool import WarmAttempt, WarmPool, find_by_pid_file, scratch_dir
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +46,11 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 class LocalProcessPlugin(Plugin):
     id = "local-process"
-    task_types = ("python-task", "container", "raw-container")
+    # Besides python-task: flytekit task types that run flytekit's own entrypoint in their image (SQLite3Task,
+    # eager workflows' failure handler). Raw containers have their own plugin (plugins/container.py).
+    task_types = ("python-task", "container", "sqlite", "eager_failure_handler_task")
+    # Refuse containers that do not run a flytekit entrypoint (a subclass may run any command).
+    flytekit_entrypoint_only = True
 
     def __init__(self, ctx: Context):
         self.ctx = ctx
@@ -52,14 +60,23 @@ class LocalProcessPlugin(Plugin):
         # Attempts this server prepared but has not started: safe to start without looking for a process.
         self._prepared: set[str] = set()
         # Processes this server started (our children, so we reap them), by attempt marker.
-        self._children: dict[str, subprocess.Popen] = {}
+        self._children: dict[str, subprocess.Popen | WarmAttempt] = {}
+        engine = ctx.config.engine
+        # Attempts forked from a zygote when they can be (see plugins/warm); the others run cold.
+        self.warm = WarmPool(ctx.config.logs_dir, engine.warm_start_seconds) if engine.warm_workers else None
+        self._cleaner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="work-dir-cleanup")
 
     def setup(self, loop) -> None:
         self._loop = loop
         self.watcher.bind(loop)
+        if self.warm is not None:
+            self.warm.prestart(self.ctx.config.interpreter_for(""))
 
     def close(self) -> None:
         self.watcher.close()
+        if self.warm is not None:
+            self.warm.close()
+        self._cleaner.shutdown(wait=True)
 
     # -- the attempt's life ------------------------------------------------------------------
     def handle(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
@@ -79,7 +96,7 @@ class LocalProcessPlugin(Plugin):
                 "NoContainer", f"task {task.id.name} has no container command; the local-process plugin "
                 "runs tasks whose container args are a pyflyte-execute command", kind=USER, retryable=False)
         argv0 = (list(task.container.command) + list(task.container.args))[0]
-        if task.type != "python-task" and argv0 not in PYFLYTE_COMMANDS:
+        if self.flytekit_entrypoint_only and task.type != "python-task" and argv0 not in PYFLYTE_COMMANDS:
             return PluginPhaseInfo.failure(
                 "UnsupportedContainer", f"task {task.id.name} of type {task.type!r} runs {argv0!r} in image "
                 f"{task.container.image!r}; flytelite runs containers locally only when they run a flytekit "
@@ -105,10 +122,10 @@ class LocalProcessPlugin(Plugin):
             prepared_here = marker in self._prepared
         if proc is not None:
             # Started by an earlier round whose status never got persisted.
-            return self._started(tctx, proc.pid, processes.start_time(proc.pid), proc)
+            return self._started(tctx, proc.pid, _start_time(proc), proc)
         if not prepared_here:
             # Prepared before a restart: the process may have started just before the crash.
-            found = processes.find_by_marker(marker)
+            found = processes.find_by_marker(marker) or find_by_pid_file(st["work_dir"])
             if found is not None:
                 log.info("adopting running task process %s (pid %d)", marker, found[0])
                 return self._started(tctx, found[0], found[1], None)
@@ -125,7 +142,7 @@ class LocalProcessPlugin(Plugin):
         argv = _ensure_dest_dir(argv, work_dir)
         Path(st["log_path"]).parent.mkdir(parents=True, exist_ok=True)
         try:
-            proc = processes.spawn(argv, env, str(work_dir), st["log_path"])
+            proc = self._spawn(argv, env, str(work_dir), st["log_path"])
         except OSError as e:
             return PluginPhaseInfo.failure(
                 "ProcessStartFailed", f"could not start {argv[0]!r} for task {tctx.task.id.name}: {e}",
@@ -133,7 +150,14 @@ class LocalProcessPlugin(Plugin):
         with self._lock:
             self._children[marker] = proc
             self._prepared.discard(marker)
-        return self._started(tctx, proc.pid, processes.start_time(proc.pid), proc)
+        return self._started(tctx, proc.pid, _start_time(proc), proc)
+
+    def _spawn(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str):
+        if self.warm is not None:
+            proc = self.warm.launch(argv, env, cwd, log_path)
+            if proc is not None:
+                return proc
+        return processes.spawn(argv, env, cwd, log_path)
 
     def _started(self, tctx, pid: int, started: int | None, proc) -> PluginPhaseInfo:
         tctx.state.update(status="running", pid=pid, start_time=started)
@@ -146,6 +170,9 @@ class LocalProcessPlugin(Plugin):
 
     def _watch(self, tctx: TaskExecutionContext, proc) -> bool:
         pid, started = tctx.state["pid"], tctx.state.get("start_time")
+        if isinstance(proc, WarmAttempt) and not proc.orphaned:
+            proc.on_exit(lambda: tctx.wake(None))  # the zygote reports the exit
+            return True
         if self.watcher.is_watching(pid):
             return True
 
@@ -166,7 +193,7 @@ class LocalProcessPlugin(Plugin):
         st = tctx.state
         with self._lock:
             proc = self._children.get(st["marker"])
-        if proc is not None:
+        if proc is not None and not getattr(proc, "orphaned", False):
             code = proc.poll()
             if code is None:
                 return PluginPhaseInfo(PluginPhase.RUNNING, logs=self._logs(tctx))
@@ -231,13 +258,21 @@ class LocalProcessPlugin(Plugin):
                 target = processes.find_by_marker(st["marker"])
         if target is not None:
             pid, started = target
-            if processes.kill_group(pid, started, signal.SIGTERM) and self._loop is not None:
+            if self._kill(st["marker"], pid, started, signal.SIGTERM) and self._loop is not None:
                 self._loop.call_soon_threadsafe(
-                    self._loop.call_later, KILL_GRACE_SECONDS, processes.kill_group, pid, started, signal.SIGKILL)
+                    self._loop.call_later, KILL_GRACE_SECONDS, self._kill, st["marker"], pid, started, signal.SIGKILL)
         if st.get("status") in ("launching", "running"):
             st["status"] = "aborted"
         with self._lock:
             self._prepared.discard(st.get("marker"))
+
+    def _kill(self, marker: str, pid: int, started: int | None, sig: int) -> bool:
+        with self._lock:
+            proc = self._children.get(marker)
+        # A warm attempt's zygote holds it unreaped until it exits: its kill cannot hit a recycled pid.
+        if isinstance(proc, WarmAttempt) and proc.kill(sig):
+            return True
+        return processes.kill_group(pid, started, sig)
 
     def finalize(self, tctx: TaskExecutionContext) -> None:
         st = tctx.state
@@ -248,7 +283,25 @@ class LocalProcessPlugin(Plugin):
         if proc is not None:
             proc.poll()
         if st.get("work_dir"):
-            shutil.rmtree(st["work_dir"], ignore_errors=True)
+            self._discard(st["work_dir"])
+            self._discard(scratch_dir(st["work_dir"]))
+
+    def _discard(self, path: str) -> None:
+        """Move a folder aside now and delete it in the background: deleting an attempt's unpacked code in
+        the round delayed the next node by milliseconds per task."""
+        trash = self.ctx.config.work_dir / ".trash" / uuid.uuid4().hex
+        try:
+            trash.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(path, trash)
+        except FileNotFoundError:
+            return
+        except OSError:
+            shutil.rmtree(path, ignore_errors=True)
+            return
+        try:
+            self._cleaner.submit(shutil.rmtree, trash, ignore_errors=True)
+        except RuntimeError:  # closed
+            shutil.rmtree(trash, ignore_errors=True)
 
     # -- the command -----------------------------------------------------------------------
     def _command(self, tctx: TaskExecutionContext) -> tuple[list[str], dict[str, str]]:
@@ -297,6 +350,13 @@ class LocalProcessPlugin(Plugin):
         if self.ctx.public_url:
             env["FLYTE_EXECUTION_URL"] = (f"{self.ctx.public_url}/console/projects/{project}/domains/{domain}"
                                           f"/executions/{name}/nodeId/{tctx.node_id}/nodes")
+            # Tasks that call the API themselves (eager workflows, FlyteRemote in a task) reach this server,
+            # unless the task or the execution names another one.
+            explicit = {e.key for e in tctx.task.container.env} | set(tctx.spec.envs)
+            if "FLYTE_PLATFORM_URL" not in explicit:
+                url = urlsplit(self.ctx.public_url)
+                env["FLYTE_PLATFORM_URL"] = url.netloc
+                env["FLYTE_PLATFORM_INSECURE"] = "true" if url.scheme == "http" else "false"
         # pyflyte-fast-execute starts `pyflyte-execute` through PATH: it must be the image's one.
         env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
         return env
@@ -308,6 +368,10 @@ class LocalProcessPlugin(Plugin):
         except ValueError:
             return []
         return [execution_pb2.TaskLog(uri=f"{self.ctx.public_url}/logs/{rel}", name="Task log (local process)")]
+
+
+def _start_time(proc) -> int | None:
+    return getattr(proc, "start_time", None) or processes.start_time(proc.pid)
 
 
 def _ensure_dest_dir(argv: list[str], work_dir: Path) -> list[str]:

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-21 10:51:49.796521
+Create Date: 2026-11-21 11:00:08.651035
 """
 from alembic import op
 import sqlalchemy as sa
@@ -154,6 +154,17 @@ def upgrade() -> None:
     sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('project', 'domain', 'name', 'version')
     )
+    op.create_table('signals',
+    sa.Column('project', sa.String(length=255), nullable=False),
+    sa.Column('domain', sa.String(length=255), nullable=False),
+    sa.Column('execution_name', sa.String(length=255), nullable=False),
+    sa.Column('signal_id', sa.String(length=255), nullable=False),
+    sa.Column('type_pb', sa.LargeBinary(), nullable=False),
+    sa.Column('value_pb', sa.LargeBinary(), nullable=True),
+    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
+    sa.PrimaryKeyConstraint('project', 'domain', 'execution_name', 'signal_id')
+    )
     op.create_table('task_executions',
     sa.Column('id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), autoincrement=True, nullable=False),
     sa.Column('project', sa.String(length=255), nullable=False),
@@ -206,6 +217,7 @@ def downgrade() -> None:
     op.drop_table('workflows')
     op.drop_table('tasks')
     op.drop_table('task_executions')
+    op.drop_table('signals')
     op.drop_table('schedule_progress')
     op.drop_table('projects')
     with op.batch_alter_table('node_executions', schema=None) as batch_op:

@@ -1,0 +1,1 @@
+"""Array nodes (map tasks): the pieces the array node handler (nodes/array.py) is made of."""

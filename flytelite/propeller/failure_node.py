@@ -1,0 +1,59 @@
+"""The workflow failure node (`@workflow(on_failure=...)`): what runs after a workflow failed.
+
+As FlytePropeller's handleFailureNode: once a failing workflow's running nodes are aborted, the
+workflow enters HandlingFailureNode and its failure node runs like any node whose only upstream node
+is start-node (so it gets the workflow's inputs). A failure task that declares flytekit's `err`
+input gets the workflow's error in it. When the failure node succeeds the workflow fails with its
+original error; when the failure node itself fails (or times out) the workflow fails with that error.
+This module never touches the DAG's own nodes.
+"""
+
+from __future__ import annotations
+
+from flyteidl.core import execution_pb2, literals_pb2, types_pb2
+
+from flytelite.propeller.execution_context import ExecutionRound
+from flytelite.propeller.phases import NODE_FAILED, NODE_PASSED, NodePhase
+from flytelite.propeller.status import ErrorInfo
+
+# The input name flytekit gives a failure task's error (flytekit.types.error.FlyteError).
+ERROR_INPUT = "err"
+# The union variant tag flytekit's FlyteError transformer answers to.
+ERROR_TAG = "FlyteError"
+
+
+def is_failure_node(rnd: ExecutionRound, node_id: str) -> bool:
+    failure = rnd.workflow.failure_node
+    return failure is not None and failure.id == node_id
+
+
+def set_error_input(inputs: literals_pb2.LiteralMap, node_id: str, error: ErrorInfo | None) -> None:
+    """Put the workflow's error in the failure node's `err` input, if it has one (FlytePropeller's
+    ResolveOnFailureNodeInput: a union literal holding a core Error, failed_node_id = the failure node)."""
+    if ERROR_INPUT not in inputs.literals:
+        return
+    message = error.message if error is not None else "unknown error"
+    value = literals_pb2.Literal(scalar=literals_pb2.Scalar(error=types_pb2.Error(
+        message=message, failed_node_id=node_id)))
+    union = literals_pb2.Union(value=value, type=types_pb2.LiteralType(
+        simple=types_pb2.ERROR, structure=types_pb2.TypeStructure(tag=ERROR_TAG)))
+    inputs.literals[ERROR_INPUT].CopyFrom(literals_pb2.Literal(scalar=literals_pb2.Scalar(union=union)))
+
+
+def handle_failure_node(nodes, rnd: ExecutionRound) -> tuple[bool, ErrorInfo | None]:
+    """Move the failure node along; (done, error to fail the workflow with) once it is done.
+
+    `nodes` is the NodeExecutor: the failure node is handled by its kind's handler like any node.
+    """
+    node = rnd.workflow.failure_node
+    st = rnd.status.node(node.id)
+    if st.phase not in NODE_PASSED and st.phase not in NODE_FAILED:
+        nodes.handle_node(rnd, node.id)
+    if st.phase == NodePhase.TIMED_OUT:
+        return True, ErrorInfo("TimedOut", "FailureNode Timed-out", execution_pb2.ExecutionError.USER)
+    if st.phase in NODE_FAILED:
+        return True, st.error or ErrorInfo("FailureNodeFailed", f"failure node {node.id} failed",
+                                           execution_pb2.ExecutionError.USER)
+    if st.phase in NODE_PASSED:
+        return True, rnd.status.error
+    return False, None

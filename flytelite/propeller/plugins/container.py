@@ -1,0 +1,136 @@
+"""The raw-container plugin (task type "raw-container", flytekit's ContainerTask), run as a local process.
+
+flytelite pulls no images: an image runs only when config `raw_container_images` maps it to a way of
+running its command here ("local", or a command prefix); any other image fails the node saying which
+config key to set. The command gets `{{.inputs.x}}` and the other template variables filled in, and
+its input and output dirs (/var/inputs and /var/outputs in Flyte) become per-attempt folders: every
+mention of them in the command, args and env is rewritten, inputs are laid out there before the
+command starts and outputs read from there after it exits (plugins/copilot.py). Starting, watching,
+adopting after a restart and killing the process are the local-process plugin's.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import signal
+import sys
+from pathlib import Path
+
+from flyteidl.core import execution_pb2
+
+from flytelite.context import Context
+from flytelite.propeller.plugins import copilot, processes
+from flytelite.propeller.plugins.core import PluginPhase, PluginPhaseInfo, TaskExecutionContext
+from flytelite.propeller.plugins.local_process import LocalProcessPlugin
+from flytelite.propeller.plugins.template import TemplateError, TemplateParams, render
+
+USER, SYSTEM = execution_pb2.ExecutionError.USER, execution_pb2.ExecutionError.SYSTEM
+CONFIG_KEY = "raw_container_images"
+
+
+class RawContainerPlugin(LocalProcessPlugin):
+    id = "raw-container"
+    task_types = ("raw-container",)
+    flytekit_entrypoint_only = False
+
+    def __init__(self, ctx: Context):
+        super().__init__(ctx)
+        # No flytekit in a raw container: nothing to fork warm, and no zygote of our own.
+        self.warm = None
+
+    def _prepare(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
+        image = tctx.task.container.image
+        if self.ctx.config.raw_container_runner(image) is None:
+            return PluginPhaseInfo.failure("ImageNotMapped", _unmapped(tctx.task.id.name, image), kind=USER,
+                                           retryable=False)
+        return super()._prepare(tctx)
+
+    def _command(self, tctx: TaskExecutionContext) -> tuple[list[str], dict[str, str]]:
+        container = tctx.task.container
+        runner = self.ctx.config.raw_container_runner(container.image)
+        if runner is None:  # the config changed since the attempt was prepared
+            raise TemplateError(_unmapped(tctx.task.id.name, container.image))
+        params = TemplateParams(
+            input_uri=tctx.input_uri, input_prefix=tctx.input_prefix, output_prefix=tctx.output_prefix,
+            raw_output_prefix=tctx.raw_output_prefix, checkpoint_prefix=tctx.checkpoint_prefix,
+            prev_checkpoint_prefix=tctx.prev_checkpoint_prefix, unique_key=tctx.unique_key,
+            namespace=tctx.namespace, task_template_path=tctx.task_template_path, inputs=lambda: tctx.inputs,
+        )
+        argv = render(list(container.command) + list(container.args), params)
+        env = self._environment(tctx, os.path.dirname(sys.executable))
+        # A raw container sees the machine's PATH, not the server's virtualenv first.
+        env["PATH"] = {e.key: e.value for e in container.env}.get("PATH", os.environ.get("PATH", ""))
+        dc = container.data_config
+        if dc.enabled:
+            local = _local_dirs(tctx)
+            copilot.clean_dir(local["outputs"])
+            try:
+                copilot.write_inputs(self.ctx.blobs, tctx.inputs, copilot.clean_dir(local["inputs"]), dc.format)
+            except (ValueError, OSError) as e:
+                raise TemplateError(f"cannot lay out the inputs in {local['inputs']}: {e}") from None
+            mapping = {dc.input_path or "/var/inputs": str(local["inputs"]),
+                       dc.output_path or "/var/outputs": str(local["outputs"])}
+            argv = [_map_paths(a, mapping) for a in argv]
+            env = {k: _map_paths(v, mapping) for k, v in env.items()}
+        return runner + argv, env
+
+    def _result(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
+        st, blobs = tctx.state, self.ctx.blobs
+        logs = self._logs(tctx)
+        outputs_uri = posixpath.join(st["output_prefix"], "outputs.pb")
+        if blobs.exists(outputs_uri):
+            return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs)
+        code = st.get("exit_code")
+        if code:
+            return self._exit_failure(tctx, code, logs)
+        dc = tctx.task.container.data_config
+        out_dir = _local_dirs(tctx)["outputs"]
+        if not dc.enabled or not out_dir.is_dir():
+            # Nothing to collect (no data config, or a process adopted after a restart whose dir is gone).
+            return super()._result(tctx)
+        try:
+            outputs = copilot.read_outputs(blobs, tctx.task.interface.outputs, out_dir, tctx.raw_output_prefix)
+        except copilot.ContainerReportedError as e:
+            return PluginPhaseInfo.failure("ContainerError", f"User Error: {e}", kind=USER, retryable=True,
+                                           logs=logs)
+        except (copilot.OutputError, OSError) as e:
+            return PluginPhaseInfo.failure("OutputsNotFound", f"task {tctx.task.id.name}: {e}", kind=USER,
+                                           retryable=True, logs=logs)
+        blobs.write_proto(outputs_uri, outputs)
+        return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs)
+
+    def _exit_failure(self, tctx: TaskExecutionContext, code: int, logs) -> PluginPhaseInfo:
+        """As Flyte judges a failed pod: a SIGKILL is a system error (preemption, OOM), anything else the user's."""
+        image = tctx.task.container.image
+        if code < 0:
+            how = f"was killed by signal {signal.Signals(-code).name}"
+        else:
+            how = f"exited with code {code}"
+        message = f"the command of raw container {image!r} (pid {tctx.state.get('pid')}) {how}"
+        last = processes.tail(tctx.state["log_path"]).strip()
+        if last:
+            message += f"; the end of its log:\n{last}"
+        if code == -signal.SIGKILL:
+            return PluginPhaseInfo.failure("Interrupted", message, kind=SYSTEM, retryable=True, logs=logs)
+        return PluginPhaseInfo.failure("ContainerFailed", message, kind=USER, retryable=True, logs=logs)
+
+
+def _unmapped(task_name: str, image: str) -> str:
+    return (f"task {task_name} runs raw container image {image!r}, which flytelite does not pull or run in a "
+            f"container; to run its command as a process on the server's machine, map the image in the "
+            f"server config: `{CONFIG_KEY}: {{{image!r}: local}}` (or a command prefix instead of local)")
+
+
+def _local_dirs(tctx: TaskExecutionContext) -> dict[str, Path]:
+    work = Path(tctx.state["work_dir"])
+    return {"inputs": work / "inputs", "outputs": work / "outputs"}
+
+
+def _map_paths(text: str, mapping: dict[str, str]) -> str:
+    """Rewrite mentions of the container's data dirs (as whole path components) to the local folders."""
+    for container_path, local in mapping.items():
+        container_path = container_path.rstrip("/") or "/"
+        text = re.sub(r"(?<![\w.-])" + re.escape(container_path) + r"(?![\w.-])", lambda _m, p=local: p, text)
+    return text

@@ -1,0 +1,1 @@
+"""Warm workers: task attempts forked from a pre-imported zygote instead of started as new interpreters."""

@@ -1,0 +1,352 @@
+"""Warm workers, the server's side: one zygote per task interpreter, attempts forked from it.
+
+`WarmPool.launch` is the local-process plugin's fast path. It answers None when an attempt must run
+cold (not a pyflyte command, runtime packages, an environment that changes how the interpreter
+starts, no usable zygote yet); then nothing was started. Once a request is sent it either returns a
+WarmAttempt (Popen-like: pid, poll(), plus on_exit and kill) or raises OSError, never both, so an
+attempt is never started twice. A zygote that dies is started again on the next launch; attempts it
+had forked keep running and are adopted like any process the server did not start (pid + start time).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from pathlib import Path
+
+from flytelite.propeller.plugins import processes
+
+log = logging.getLogger(__name__)
+
+ZYGOTE_SCRIPT = str(Path(__file__).with_name("zygote.py"))
+ENTRYPOINT = "flytekit.bin.entrypoint"
+EXECUTE_COMMANDS = frozenset({"pyflyte-execute", "pyflyte-map-execute"})
+RUNTIME_PACKAGES_ENV = "_F_RUNTIME_PACKAGES"
+# Variables read when an interpreter (or flytekit) starts: a child of a zygote started without them
+# would not see them, so an attempt that sets them differently runs cold.
+_STARTUP_ENV_PREFIXES = ("PYTHON", "LD_", "FLYTE_SDK_RICH_TRACEBACKS")
+_PER_CHILD_ENV = frozenset({"PYTHONPATH", "PYTHONUNBUFFERED"})
+# A zygote that failed to start is not tried again for this long.
+RETRY_BROKEN_SECONDS = 60.0
+# The zygote answers a fork request at once; no answer in this time means it is wedged.
+FORK_ANSWER_SECONDS = 30.0
+
+
+def pyflyte_command(argv: list[str]) -> list[str] | None:
+    """The pyflyte command of a cold argv `<python> -m flytekit.bin.entrypoint <cmd> …`, or None."""
+    if len(argv) < 4 or argv[1:3] != ["-m", ENTRYPOINT]:
+        return None
+    cmd = argv[3:]
+    if cmd[0] in EXECUTE_COMMANDS:
+        return cmd
+    if cmd[0] != "pyflyte-fast-execute" or "--" not in cmd:
+        return None
+    inner = cmd[cmd.index("--") + 1:]
+    return cmd if inner and inner[0] in EXECUTE_COMMANDS else None
+
+
+def starts_alike(env: dict[str, str], zygote_env: dict[str, str]) -> bool:
+    """Whether a child of a zygote started with `zygote_env` runs as a fresh interpreter given `env` would."""
+    if env.get(RUNTIME_PACKAGES_ENV):
+        return False
+    keys = {k for k in (*env, *zygote_env) if k.startswith(_STARTUP_ENV_PREFIXES) and k not in _PER_CHILD_ENV}
+    return all(env.get(k) == zygote_env.get(k) for k in keys)
+
+
+def scratch_dir(work_dir: str) -> str:
+    """The attempt's pid file and temp dir, beside its working dir (which is the task's own)."""
+    return f"{work_dir.rstrip('/')}.warm"
+
+
+def find_by_pid_file(work_dir: str) -> tuple[int, int] | None:
+    """(pid, start time) of the live warm child of an attempt, from the pid file it wrote first thing."""
+    try:
+        pid, started = (int(x) for x in Path(scratch_dir(work_dir), "pid").read_text().split())
+    except (OSError, ValueError):
+        return None
+    return (pid, started) if processes.is_alive(pid, started) else None
+
+
+class WarmAttempt:
+    """A forked attempt: what the plugin needs of a Popen, with exit news from the zygote."""
+
+    def __init__(self, zygote: Zygote, pid: int, start_time: int | None):
+        self.zygote, self.pid, self.start_time = zygote, pid, start_time
+        self.returncode: int | None = None
+        # True when the zygote died first: the exit code will never come; watch the process like an adopted one.
+        self.orphaned = False
+        self._callbacks: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def on_exit(self, callback: Callable[[], None]) -> None:
+        """Call back (from the zygote's reader thread) once the attempt exits or is orphaned."""
+        with self._lock:
+            if self.returncode is None and not self.orphaned:
+                self._callbacks.append(callback)
+                return
+        callback()
+
+    def kill(self, sig: int) -> bool:
+        """Signal the attempt's process group through the zygote; False if the zygote cannot (use pid + start time)."""
+        if self.returncode is not None or self.orphaned:
+            return False
+        return self.zygote.send({"op": "kill", "pid": self.pid, "sig": int(sig)})
+
+    def _ended(self, returncode: int | None) -> None:
+        with self._lock:
+            if returncode is None:
+                self.orphaned = True
+            else:
+                self.returncode = returncode
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:  # noqa: BLE001 - one bad callback must not stop the reader
+                log.exception("exit callback of warm attempt %d failed", self.pid)
+
+
+class Zygote:
+    """One zygote process and the reader thread that turns its messages into attempt news."""
+
+    def __init__(self, interpreter: str, log_path: Path):
+        self.interpreter = interpreter
+        self.env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.ready = threading.Event()
+        self.info: dict = {}
+        self.alive = True
+        self.started_at = time.monotonic()
+        self._attempts: dict[int, WarmAttempt] = {}
+        self._pending: dict[int, Future] = {}
+        self._next_id = 0
+        self._lock = threading.Lock()
+        self._send_lock = threading.Lock()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock = ours
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab", buffering=0) as out:
+            self.proc = subprocess.Popen(
+                [interpreter, ZYGOTE_SCRIPT, str(theirs.fileno())], env=self.env, stdin=subprocess.DEVNULL,
+                stdout=out, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),), start_new_session=True,
+                cwd=str(log_path.parent),
+            )
+        theirs.close()
+        self._reader = threading.Thread(target=self._read, name=f"zygote-{self.proc.pid}", daemon=True)
+        self._reader.start()
+
+    @property
+    def usable(self) -> bool:
+        return self.alive and self.ready.is_set() and self.info.get("threads") == 1
+
+    def accepts(self, env: dict[str, str]) -> bool:
+        return starts_alike(env, self.env)
+
+    def stale(self) -> bool:
+        """The interpreter's flytekit was reinstalled since the zygote imported it."""
+        path = self.info.get("flytekit_file")
+        try:
+            return path is not None and os.stat(path).st_mtime_ns != self.info.get("flytekit_mtime")
+        except OSError:
+            return True
+
+    def run(self, command: list[str], env: dict[str, str], cwd: str, log_path: str) -> WarmAttempt:
+        scratch = scratch_dir(cwd)
+        os.makedirs(scratch, exist_ok=True)
+        future: Future = Future()
+        with self._lock:
+            self._next_id += 1
+            request_id = self._next_id
+            self._pending[request_id] = future
+        request = {"op": "run", "id": request_id, "argv": command, "env": env, "cwd": cwd, "log": log_path,
+                   "tmp": os.path.join(scratch, "tmp"), "pid_file": os.path.join(scratch, "pid"),
+                   "bin_dir": os.path.dirname(self.interpreter)}
+        if not self.send(request):
+            raise OSError(f"the zygote for {self.interpreter} is gone")
+        try:
+            return future.result(timeout=FORK_ANSWER_SECONDS)
+        except FutureTimeout:
+            self.stop(kill=True)
+            raise OSError(f"the zygote for {self.interpreter} (pid {self.proc.pid}) did not answer a fork "
+                          f"request in {FORK_ANSWER_SECONDS:.0f}s; it was stopped") from None
+
+    def send(self, message: dict) -> bool:
+        data = json.dumps(message).encode() + b"\n"
+        try:
+            with self._send_lock:
+                self._sock.sendall(data)
+            return True
+        except OSError:
+            return False
+
+    def stop(self, kill: bool = False) -> None:
+        """Close the control socket (the zygote exits; its running children do not)."""
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        if kill and self.proc.poll() is None:
+            self.proc.kill()
+
+    # -- the reader thread ------------------------------------------------------------------
+    def _read(self) -> None:
+        buffer = b""
+        try:
+            while True:
+                data = self._sock.recv(1 << 16)
+                if not data:
+                    break
+                buffer += data
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    self._dispatch(json.loads(line))
+        except OSError:
+            pass
+        finally:
+            self._died()
+
+    def _dispatch(self, msg: dict) -> None:
+        ev = msg["ev"]
+        if ev == "exit":
+            with self._lock:
+                attempt = self._attempts.pop(msg["pid"], None)
+            if attempt is not None:
+                attempt._ended(msg["code"])
+        elif ev == "started":
+            attempt = WarmAttempt(self, msg["pid"], msg.get("start_time"))
+            with self._lock:
+                self._attempts[attempt.pid] = attempt
+                future = self._pending.pop(msg["id"], None)
+            if future is not None:
+                future.set_result(attempt)
+        elif ev == "failed":
+            with self._lock:
+                future = self._pending.pop(msg["id"], None)
+            if future is not None:
+                future.set_exception(OSError(msg["error"]))
+        elif ev == "ready":
+            try:
+                msg["flytekit_mtime"] = os.stat(msg["flytekit_file"]).st_mtime_ns
+            except OSError:
+                pass
+            self.info = msg
+            if msg.get("threads") != 1:
+                log.warning("the zygote for %s runs %s threads after importing flytekit: forking it is unsafe, "
+                            "tasks of this interpreter run cold", self.interpreter, msg.get("threads"))
+            self.ready.set()
+
+    def _died(self) -> None:
+        with self._lock:
+            self.alive = False
+            attempts, self._attempts = list(self._attempts.values()), {}
+            pending, self._pending = list(self._pending.values()), {}
+        self._sock.close()
+        self.ready.set()
+        self.proc.wait()
+        for future in pending:
+            future.set_exception(OSError(f"the zygote for {self.interpreter} exited (code {self.proc.returncode})"))
+        for attempt in attempts:
+            attempt._ended(None)
+
+
+class WarmPool:
+    """Zygotes by interpreter, started on first use (or by prestart) and again after they die."""
+
+    def __init__(self, logs_dir: Path, ready_seconds: float = 60.0):
+        self.logs_dir = logs_dir
+        self.ready_seconds = ready_seconds
+        self._zygotes: dict[str, Zygote] = {}
+        self._broken: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        # Attempts forked so far (all zygotes, all time): what tests and benchmarks look at.
+        self.forks = 0
+
+    def prestart(self, interpreter: str) -> None:
+        self._zygote(interpreter)
+
+    def launch(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str) -> WarmAttempt | None:
+        """Fork the attempt from its interpreter's zygote; None when it must run cold (nothing started)."""
+        command = pyflyte_command(argv)
+        if command is None or env.get(RUNTIME_PACKAGES_ENV):
+            return None
+        zygote = self._zygote(argv[0])
+        if zygote is None:
+            return None
+        if zygote.alive and zygote.ready.is_set() and zygote.stale():
+            log.info("flytekit changed under the zygote for %s: starting a new one", argv[0])
+            self._retire(zygote)
+            zygote = self._zygote(argv[0])
+            if zygote is None:
+                return None
+        if not zygote.ready.wait(self.ready_seconds) or not zygote.usable:
+            if not zygote.alive:
+                self._mark_broken(zygote)
+            return None
+        if not zygote.accepts(env):
+            return None
+        attempt = zygote.run(command, env, cwd, log_path)
+        with self._lock:
+            self.forks += 1
+        return attempt
+
+    def zygote_pid(self, interpreter: str) -> int | None:
+        with self._lock:
+            zygote = self._zygotes.get(interpreter)
+        return zygote.proc.pid if zygote is not None and zygote.alive else None
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            zygotes, self._zygotes = list(self._zygotes.values()), {}
+        for zygote in zygotes:
+            zygote.stop()
+
+    def _zygote(self, interpreter: str) -> Zygote | None:
+        with self._lock:
+            if self._closed:
+                return None
+            zygote = self._zygotes.get(interpreter)
+            if zygote is not None and zygote.alive:
+                return zygote
+            if time.monotonic() < self._broken.get(interpreter, 0.0):
+                return None
+            if zygote is not None and zygote.ready.is_set() and zygote.info:
+                log.warning("the zygote for %s exited (code %s); starting a new one", interpreter,
+                            zygote.proc.returncode)
+            try:
+                zygote = Zygote(interpreter, self.logs_dir / "zygotes" / f"{_safe(interpreter)}.log")
+            except OSError as e:
+                log.warning("could not start a zygote for %s (%s): its tasks run cold", interpreter, e)
+                self._broken[interpreter] = time.monotonic() + RETRY_BROKEN_SECONDS
+                return None
+            self._zygotes[interpreter] = zygote
+            return zygote
+
+    def _mark_broken(self, zygote: Zygote) -> None:
+        if zygote.info:
+            return  # it ran before: a later launch simply starts a new one
+        log.warning("the zygote for %s exited while starting (code %s, log in %s): its tasks run cold for %.0fs",
+                    zygote.interpreter, zygote.proc.returncode, self.logs_dir / "zygotes", RETRY_BROKEN_SECONDS)
+        with self._lock:
+            self._broken[zygote.interpreter] = time.monotonic() + RETRY_BROKEN_SECONDS
+
+    def _retire(self, zygote: Zygote) -> None:
+        with self._lock:
+            if self._zygotes.get(zygote.interpreter) is zygote:
+                del self._zygotes[zygote.interpreter]
+        zygote.stop()
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name.strip("/"))

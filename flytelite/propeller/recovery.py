@@ -1,0 +1,83 @@
+"""Recovering nodes from an earlier execution (FlytePropeller's attemptRecovery in nodes/executor.go).
+
+RecoverExecution starts a new execution whose ExecutionSpec.recover_from names the original one.
+Before a node starts, the node executor asks here whether the original ran that node to success
+(SUCCEEDED or RECOVERED, as admin recorded it): if so its inputs and outputs are copied into the new
+execution's data dir and the node is RECOVERED instead of run. Any other node runs again.
+This module only reads admin's node-execution rows and copies blobs; it never runs anything.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from flyteidl.admin import node_execution_pb2
+from flyteidl.core import catalog_pb2, literals_pb2
+from flyteidl.core import execution_pb2 as core_exec
+from flyteidl.event import event_pb2
+
+from flytelite.idl.ids import execution_id
+from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, PhaseInfo
+from flytelite.propeller.workflow import END_NODE, START_NODE
+from flytelite.store import executions as repo
+
+log = logging.getLogger(__name__)
+_RECOVERABLE = (core_exec.NodeExecution.SUCCEEDED, core_exec.NodeExecution.RECOVERED)
+
+
+def recover_node(nctx: NodeExecutionContext) -> PhaseInfo | None:
+    """A RECOVERED PhaseInfo with the original's outputs copied in place, or None: run the node."""
+    rnd = nctx.round
+    original = rnd.spec.recover_from
+    if not original or nctx.node.id in (START_NODE, END_NODE):
+        return None
+    with rnd.ctx.db.session() as session:
+        row = repo.find_node_execution(session, execution_id(rnd.key[0], rnd.key[1], original), nctx.node_id)
+        if row is None:
+            return None
+        closure = node_execution_pb2.NodeExecutionClosure.FromString(row.closure_pb)
+        input_uri = row.input_uri
+    if closure.phase not in _RECOVERABLE:
+        return None
+    blobs = nctx.blobs
+    if closure.HasField("output_data"):
+        outputs = closure.output_data
+    elif closure.output_uri:
+        outputs = blobs.read_proto_if_exists(closure.output_uri, literals_pb2.LiteralMap)
+        if outputs is None:
+            log.warning("node %s of %s succeeded but its outputs %s are gone; running it again",
+                        nctx.node_id, original, closure.output_uri)
+            return None
+    else:
+        outputs = literals_pb2.LiteralMap()
+    inputs = blobs.read_proto_if_exists(input_uri, literals_pb2.LiteralMap) if input_uri else None
+    if inputs is not None:
+        blobs.write_proto(nctx.input_uri, inputs)
+    blobs.write_proto(nctx.outputs_uri, outputs)
+    info = PhaseInfo(EPhase.RECOVERED, reason=f"recovered from execution {original}", output_uri=nctx.outputs_uri,
+                     deck_uri=closure.deck_uri if closure.deck_uri and blobs.exists(closure.deck_uri) else "")
+    if closure.HasField("task_node_metadata"):
+        meta = closure.task_node_metadata
+        info.task_node_metadata = event_pb2.TaskNodeMetadata(cache_status=meta.cache_status or catalog_pb2.CACHE_DISABLED)
+        if meta.HasField("catalog_key"):
+            info.task_node_metadata.catalog_key.CopyFrom(meta.catalog_key)
+    elif closure.HasField("workflow_node_metadata"):
+        info.workflow_node_metadata = event_pb2.WorkflowNodeMetadata(
+            execution_id=closure.workflow_node_metadata.executionId)
+    return info
+
+
+def original_child_execution(nctx: NodeExecutionContext):
+    """The child execution the original execution's run of this launch-plan node started, if any."""
+    rnd = nctx.round
+    original = rnd.spec.recover_from
+    if not original:
+        return None
+    with rnd.ctx.db.session() as session:
+        row = repo.find_node_execution(session, execution_id(rnd.key[0], rnd.key[1], original), nctx.node_id)
+        if row is None:
+            return None
+        closure = node_execution_pb2.NodeExecutionClosure.FromString(row.closure_pb)
+    if not closure.HasField("workflow_node_metadata") or not closure.workflow_node_metadata.executionId.name:
+        return None
+    return closure.workflow_node_metadata.executionId
