@@ -186,9 +186,10 @@ def list_entities(ctx: Context, model: EntityModel, request: common_pb2.Resource
         return [to_proto(row) for row in rows], token
 
 
-def list_names(ctx: Context, model: EntityModel, project: str, domain: str, request,
-               fields: dict[str, Field]) -> tuple[list[str], str]:
+def list_entity_ids(ctx: Context, model: EntityModel, request: common_pb2.NamedEntityIdentifierListRequest,
+                    fields: dict[str, Field]) -> common_pb2.NamedEntityIdentifierList:
     """Distinct names of entities in a project/domain, one page of them, sorted by name unless asked."""
+    project, domain = request.project, request.domain
     validate_named_id(project, domain, None, f"listing {model.__tablename__} names")
     name_fields = dict(fields)
     # Per name, "created_at" means the newest version's.
@@ -203,11 +204,10 @@ def list_names(ctx: Context, model: EntityModel, project: str, domain: str, requ
             query = query.order_by(model.name.asc())
         else:
             query = filters.apply_sort(query, sort_by, name_fields, default=model.name).order_by(model.name)
-        return filters.page(session, query, request.limit, request.token)
-
-
-def named_entity_ids(project: str, domain: str, names: list[str]) -> list[common_pb2.NamedEntityIdentifier]:
-    return [common_pb2.NamedEntityIdentifier(project=project, domain=domain, name=n) for n in names]
+        names, token = filters.page(session, query, request.limit, request.token)
+    return common_pb2.NamedEntityIdentifierList(
+        entities=[common_pb2.NamedEntityIdentifier(project=project, domain=domain, name=n) for n in names],
+        token=token)
 
 
 def _sort(request) -> common_pb2.Sort | None:

@@ -20,8 +20,7 @@ from flytelite.admin.entity_common import (
     entity_fields,
     insert_once,
     list_entities,
-    list_names,
-    named_entity_ids,
+    list_entity_ids,
     not_found,
     typed_id,
     validate_identifier,
@@ -206,9 +205,7 @@ class LaunchPlansApi:
 
     def ListLaunchPlanIds(self, request: common_pb2.NamedEntityIdentifierListRequest,
                           context) -> common_pb2.NamedEntityIdentifierList:
-        names, token = list_names(self.ctx, LaunchPlan, request.project, request.domain, request, LP_FIELDS)
-        return common_pb2.NamedEntityIdentifierList(
-            entities=named_entity_ids(request.project, request.domain, names), token=token)
+        return list_entity_ids(self.ctx, LaunchPlan, request, LP_FIELDS)
 
     def GetActiveLaunchPlan(self, request: launch_plan_pb2.ActiveLaunchPlanRequest,
                             context) -> launch_plan_pb2.LaunchPlan:

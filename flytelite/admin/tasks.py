@@ -10,8 +10,7 @@ from flytelite.admin.entity_common import (
     entity_fields,
     insert_once,
     list_entities,
-    list_names,
-    named_entity_ids,
+    list_entity_ids,
     not_found,
     typed_id,
     validate_identifier,
@@ -94,6 +93,4 @@ class TasksApi:
 
     def ListTaskIds(self, request: common_pb2.NamedEntityIdentifierListRequest,
                     context) -> common_pb2.NamedEntityIdentifierList:
-        names, token = list_names(self.ctx, Task, request.project, request.domain, request, TASK_FIELDS)
-        return common_pb2.NamedEntityIdentifierList(
-            entities=named_entity_ids(request.project, request.domain, names), token=token)
+        return list_entity_ids(self.ctx, Task, request, TASK_FIELDS)

@@ -119,7 +119,10 @@ def test_map_items_list_filters_and_pages(page, server, remote, demo):
     items = page.locator("tr[data-node-row='n0'] .items")
     # Four items, one of them failed; the engine may abort items still running when the map fails.
     assert items.get_attribute("data-items") == "4"
-    assert re.fullmatch(r"map items: (\d+ aborted, )?1 failed, \d+ succeeded", items.text_content())
+    # With warm workers the failing item can end before any other succeeds; the counts must add up to 4.
+    counts = re.fullmatch(r"map items: (?:(\d+) aborted, )?1 failed(?:, (\d+) succeeded)?", items.text_content())
+    assert counts, items.text_content()
+    assert sum(int(c or 0) for c in counts.groups()) == 3
     assert "negative input -3" in page.locator("#summary .error").text_content()
     assert node(page, "n0").get_attribute("data-phase") == "FAILED"
     screenshot(page, "execution-failed-map")
