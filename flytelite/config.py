@@ -29,6 +29,19 @@ class EngineConfig:
     warm_workers: bool = True
     # Seconds a first attempt waits for its interpreter's zygote to import flytekit before running cold.
     warm_start_seconds: float = 60.0
+    # FOR BENCHMARKS ONLY (benchmarks/, `make bench`): "noop" replaces every task plugin with one that
+    # runs nothing and answers each attempt at once with zero values (propeller/plugins/noop.py), to
+    # measure flytelite's own cost. Empty (the default) runs tasks for real. Never set it in a deployment.
+    plugin_override: str = ""
+
+    def __post_init__(self) -> None:
+        if self.plugin_override not in PLUGIN_OVERRIDES:
+            raise ValueError(f"engine.plugin_override must be one of {', '.join(map(repr, PLUGIN_OVERRIDES))}, "
+                             f"not {self.plugin_override!r}")
+
+
+# Values of engine.plugin_override ("" = run tasks for real).
+PLUGIN_OVERRIDES = ("", "noop")
 
 
 # What the scheduler does with slots that came due while it was not running (see flytelite/scheduler).

@@ -24,7 +24,7 @@ from flytelite.idl import ids
 from flytelite.idl.phases import WORKFLOW_TERMINAL, WorkflowPhase, workflow_phase_name
 from flytelite.idl.times import to_timestamp
 from flytelite.store import executions as repo
-from flytelite.store.models import Execution, FlyteWorkflow
+from flytelite.store.models import Execution, ExecutionTag, FlyteWorkflow
 
 # List responses trim error messages, as FlyteAdmin does; Get returns them whole.
 TRIMMED_ERROR_LENGTH = 100
@@ -53,6 +53,9 @@ EXECUTION_FIELDS = {
     "workflow.name": Field(Execution.workflow_name),
     "workflow.version": Field(Execution.workflow_version),
     "task.name": Field(Execution.task_name),
+    # Labels and tags (flytekit's @eager cleanup lists its sub-executions by their eager-exec label).
+    "execution_tag.key": Field(ExecutionTag.key),
+    "execution_tag.value": Field(ExecutionTag.value),
 }
 
 
@@ -95,6 +98,11 @@ class ExecutionsApi:
         if not _STATE_FILTER.search(request.filters or ""):
             # Archived executions stay hidden unless the caller asks about state.
             query = query.where(Execution.state == execution_pb2.EXECUTION_ACTIVE)
+        if "execution_tag." in (request.filters or ""):
+            # One joined tag row must match every execution_tag condition, as in FlyteAdmin.
+            query = query.join(ExecutionTag, (ExecutionTag.project == Execution.project)
+                               & (ExecutionTag.domain == Execution.domain)
+                               & (ExecutionTag.execution_name == Execution.name)).distinct()
         query = apply_filters(query, request.filters, EXECUTION_FIELDS)
         sort_by = request.sort_by if request.HasField("sort_by") else None
         query = apply_sort(query, sort_by, EXECUTION_FIELDS, default=Execution.created_at).order_by(Execution.name)

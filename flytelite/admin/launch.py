@@ -29,7 +29,7 @@ from flytelite.idl.times import to_timestamp
 from flytelite.store import entities
 from flytelite.store import executions as repo
 from flytelite.store.flyteworkflow import ExecutionSpec as EngineSpec
-from flytelite.store.models import Execution, FlyteWorkflow
+from flytelite.store.models import Execution, ExecutionTag, FlyteWorkflow
 
 MAX_NAME_LENGTH = 63
 _NAME = re.compile(r"^[a-z][a-z\-0-9]*$")
@@ -202,8 +202,15 @@ def _store(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier, spec: execut
         with ctx.db.session() as session:
             session.add(row)
             session.add(flyte_workflow)
+            session.add_all(_tags(exec_id, engine_spec.labels, spec.tags))
     except IntegrityError:
         raise AlreadyExists(f"{ids.describe_execution(exec_id)} already exists") from None
+
+
+def _tags(exec_id: idpb.WorkflowExecutionIdentifier, labels: dict[str, str], tags) -> list[ExecutionTag]:
+    pairs = {**{tag: "" for tag in tags}, **labels}
+    return [ExecutionTag(project=exec_id.project, domain=exec_id.domain, execution_name=exec_id.name,
+                         key=key, value=value) for key, value in pairs.items()]
 
 
 def _interruptible(spec: execution_pb2.ExecutionSpec, lp: launch_plan_pb2.LaunchPlanSpec) -> bool | None:

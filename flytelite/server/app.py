@@ -22,6 +22,7 @@ from flytelite.config import Config
 from flytelite.console.app import build_app
 from flytelite.context import Context
 from flytelite.propeller.engine import Engine
+from flytelite.propeller.plugins.registry import PluginRegistry
 from flytelite.scheduler.launcher import admin_launcher
 from flytelite.scheduler.scheduler import Scheduler
 from flytelite.server.mux import PortMux
@@ -40,6 +41,17 @@ def build_context(config: Config) -> Context:
     ctx = Context(config=config, db=db, blobs=BlobStore(config.blob_root))
     ensure_default_project(ctx)
     return ctx
+
+
+def _plugin_override(config: Config) -> PluginRegistry | None:
+    """The task plugins `engine.plugin_override` asks for (benchmarks only); None for the real ones."""
+    if config.engine.plugin_override == "noop":
+        from flytelite.propeller.plugins.noop import NoopPlugin
+
+        log.warning("engine.plugin_override is noop: tasks are NOT run, every attempt succeeds with zero values "
+                    "(a benchmark setting)")
+        return PluginRegistry([NoopPlugin()])
+    return None
 
 
 class FlyteliteServer:
@@ -79,7 +91,7 @@ class FlyteliteServer:
         self.port = await self._mux.start()
         ctx.public_url = f"http://localhost:{self.port}"
 
-        self.engine = Engine(ctx, EventSink(ctx))
+        self.engine = Engine(ctx, EventSink(ctx), plugins=_plugin_override(cfg))
         ctx.notify_engine = self.engine.notify
         admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminService(ctx), self._grpc)
         dataproxy_pb2_grpc.add_DataProxyServiceServicer_to_server(DataProxyService(ctx), self._grpc)

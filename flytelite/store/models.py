@@ -109,6 +109,17 @@ class Execution(Base):
     duration: Mapped[float] = mapped_column(Float, default=0.0)
 
 
+class ExecutionTag(Base):
+    """An execution's labels (key, value) and tags (key, ""), filterable as `execution_tag.key/value`."""
+
+    __tablename__ = "execution_tags"
+    project: Mapped[str] = mapped_column(String(255), primary_key=True)
+    domain: Mapped[str] = mapped_column(String(255), primary_key=True)
+    execution_name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    value: Mapped[str] = mapped_column(String(255), default="", index=True)
+
+
 class NodeExecution(Base):
     __tablename__ = "node_executions"
     __table_args__ = (

@@ -213,6 +213,17 @@ def test_list_executions_filters_sort_and_pages(h):
     h.svc.UpdateExecution(execution_pb2.ExecutionUpdateRequest(id=b, state=execution_pb2.EXECUTION_ARCHIVED))
     assert list_names(h)[0] == ["c-run", "a-run"]
     assert list_names(h, "eq(state,EXECUTION_ARCHIVED)")[0] == ["b-run"]
+
+    # Labels and tags filter as execution tags: one tag row must match the key and the value together.
+    h.create("pipeline_fixed", name="eager-child", labels=common_pb2.Labels(values={"eager-exec": "parent1"}),
+             tags=["nightly"])
+    h.create("pipeline_fixed", name="other-child", labels=common_pb2.Labels(values={"eager-exec": "parent2",
+                                                                                    "team": "parent1"}))
+    eager = "value_in(execution_tag.key,eager-exec)+value_in(execution_tag.value,parent1)"
+    assert list_names(h, eager)[0] == ["eager-child"]
+    assert list_names(h, eager + "+value_in(phase,UNDEFINED;QUEUED;RUNNING)")[0] == ["eager-child"]
+    assert list_names(h, "eq(execution_tag.key,nightly)")[0] == ["eager-child"]
+    assert sorted(list_names(h, "eq(execution_tag.value,parent1)")[0]) == ["eager-child", "other-child"]
     assert h.get(b).closure.state_change_details.state == execution_pb2.EXECUTION_ARCHIVED
 
 

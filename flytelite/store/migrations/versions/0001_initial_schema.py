@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-21 11:00:08.651035
+Create Date: 2026-11-21 11:59:11.519731
 """
 from alembic import op
 import sqlalchemy as sa
@@ -46,6 +46,17 @@ def upgrade() -> None:
     sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('project', 'domain', 'dataset_name', 'dataset_version', 'tag')
     )
+    op.create_table('execution_tags',
+    sa.Column('project', sa.String(length=255), nullable=False),
+    sa.Column('domain', sa.String(length=255), nullable=False),
+    sa.Column('execution_name', sa.String(length=255), nullable=False),
+    sa.Column('key', sa.String(length=255), nullable=False),
+    sa.Column('value', sa.String(length=255), nullable=False),
+    sa.PrimaryKeyConstraint('project', 'domain', 'execution_name', 'key')
+    )
+    with op.batch_alter_table('execution_tags', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_execution_tags_value'), ['value'], unique=False)
+
     op.create_table('executions',
     sa.Column('project', sa.String(length=255), nullable=False),
     sa.Column('domain', sa.String(length=255), nullable=False),
@@ -234,6 +245,10 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_executions_created_at'))
 
     op.drop_table('executions')
+    with op.batch_alter_table('execution_tags', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_execution_tags_value'))
+
+    op.drop_table('execution_tags')
     op.drop_table('catalog_reservations')
     with op.batch_alter_table('catalog_artifacts', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_catalog_artifacts_task_name'))
