@@ -12,12 +12,16 @@ raises NotFound: that is a bug in the producer.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from flyteidl.admin import execution_pb2, node_execution_pb2
 from flyteidl.core import execution_pb2 as core_execution_pb2
 from flyteidl.core import identifier_pb2 as idpb
 from flyteidl.event import event_pb2
+from google.protobuf.message import Message
+from sqlalchemy.orm import Session
 
+from flytelite.admin.event_rows import EventRows, NodeKey, node_key
 from flytelite.admin.exec_data import offload_literal_map
 from flytelite.admin.task_events import apply_task_event, event_time
 from flytelite.context import Context
@@ -42,68 +46,89 @@ class EventSink:
 
     def workflow_event(self, event: event_pb2.WorkflowExecutionEvent) -> None:
         with self.ctx.db.session() as session:
-            row = repo.get_execution(session, event.execution_id)
-            stale = _stale_workflow_event(row.phase, event.phase)
-            if stale:
-                log.debug("ignoring workflow event for %s: %s", event.execution_id.name, stale)
-                return
-            occurred = event_time(event.occurred_at, self.ctx)
-            closure = execution_pb2.ExecutionClosure.FromString(row.closure_pb)
-            closure.phase = event.phase
-            closure.updated_at.CopyFrom(to_timestamp(occurred))
-            row.phase, row.updated_at = event.phase, occurred
-            if event.phase == WorkflowPhase.RUNNING:
-                row.started_at = occurred
-                closure.started_at.CopyFrom(to_timestamp(occurred))
-            elif event.phase in WORKFLOW_TERMINAL and row.started_at is not None:
-                delta = occurred - repo.as_utc(row.started_at)
-                row.duration = delta.total_seconds()
-                closure.duration.CopyFrom(to_duration(delta))
-            if event.output_uri:
-                closure.outputs.uri = event.output_uri
-            elif event.HasField("output_data"):
-                closure.outputs.uri = offload_literal_map(self.ctx, event.execution_id, "outputs.pb",
-                                                          event.output_data)
-            elif event.HasField("error"):
-                closure.error.CopyFrom(event.error)
-                row.error_kind = core_execution_pb2.ExecutionError.ErrorKind.Name(event.error.kind)
-            row.closure_pb = closure.SerializeToString()
+            self._workflow_event(session, event)
 
     def node_event(self, event: event_pb2.NodeExecutionEvent) -> None:
         with self.ctx.db.session() as session:
-            exec_id = event.id.execution_id
-            repo.get_execution(session, exec_id)
-            row = repo.find_node_execution(session, exec_id, event.id.node_id)
-            occurred = event_time(event.occurred_at, self.ctx)
-            if row is None:
-                parent_id = None
-                if event.HasField("parent_node_metadata") and event.parent_node_metadata.node_id:
-                    parent_ident = idpb.NodeExecutionIdentifier(execution_id=exec_id,
-                                                                node_id=event.parent_node_metadata.node_id)
-                    parent_id = repo.get_node_execution(session, parent_ident).id
-                row = NodeExecution(
-                    project=exec_id.project, domain=exec_id.domain, execution_name=exec_id.name,
-                    node_id=event.id.node_id, parent_id=parent_id, phase=event.phase, input_uri="",
-                    created_at=occurred, updated_at=occurred, started_at=None, duration=0.0,
-                )
-                session.add(row)
-                closure = node_execution_pb2.NodeExecutionClosure(created_at=to_timestamp(occurred))
-                metadata = node_execution_pb2.NodeExecutionMetaData(
-                    retry_group=event.retry_group, spec_node_id=event.spec_node_id)
-            else:
-                if row.phase == event.phase or row.phase in NODE_TERMINAL:
-                    log.debug("ignoring %s event for node %s of %s (already %s)", node_phase_name(event.phase),
-                              event.id.node_id, exec_id.name, node_phase_name(row.phase))
-                    return
-                closure = node_execution_pb2.NodeExecutionClosure.FromString(row.closure_pb)
-                metadata = node_execution_pb2.NodeExecutionMetaData.FromString(row.metadata_pb)
-            self._apply_node_event(row, closure, metadata, event, occurred)
-            row.closure_pb = closure.SerializeToString()
-            row.metadata_pb = metadata.SerializeToString()
+            self._node_event(session, EventRows(session), event)
 
     def task_event(self, event: event_pb2.TaskExecutionEvent) -> None:
         with self.ctx.db.session() as session:
-            apply_task_event(self.ctx, session, event)
+            apply_task_event(self.ctx, session, event, EventRows(session))
+
+    def apply_batch(self, events: Sequence[Message]) -> None:
+        """Apply events, in order, in one transaction (what one evaluation round reported): one commit and
+        a few queries instead of a transaction per event. Raises, applying none, if admin refuses one of them;
+        the caller then sends them one by one."""
+        with self.ctx.db.session() as session:
+            rows = EventRows(session)
+            rows.prefetch(_named_nodes(events))
+            for event in events:
+                if isinstance(event, event_pb2.NodeExecutionEvent):
+                    self._node_event(session, rows, event)
+                elif isinstance(event, event_pb2.TaskExecutionEvent):
+                    apply_task_event(self.ctx, session, event, rows)
+                else:
+                    self._workflow_event(session, event)
+
+    def _workflow_event(self, session: Session, event: event_pb2.WorkflowExecutionEvent) -> None:
+        row = repo.get_execution(session, event.execution_id)
+        stale = _stale_workflow_event(row.phase, event.phase)
+        if stale:
+            log.debug("ignoring workflow event for %s: %s", event.execution_id.name, stale)
+            return
+        occurred = event_time(event.occurred_at, self.ctx)
+        closure = execution_pb2.ExecutionClosure.FromString(row.closure_pb)
+        closure.phase = event.phase
+        closure.updated_at.CopyFrom(to_timestamp(occurred))
+        row.phase, row.updated_at = event.phase, occurred
+        if event.phase == WorkflowPhase.RUNNING:
+            row.started_at = occurred
+            closure.started_at.CopyFrom(to_timestamp(occurred))
+        elif event.phase in WORKFLOW_TERMINAL and row.started_at is not None:
+            delta = occurred - repo.as_utc(row.started_at)
+            row.duration = delta.total_seconds()
+            closure.duration.CopyFrom(to_duration(delta))
+        if event.output_uri:
+            closure.outputs.uri = event.output_uri
+        elif event.HasField("output_data"):
+            closure.outputs.uri = offload_literal_map(self.ctx, event.execution_id, "outputs.pb",
+                                                      event.output_data)
+        elif event.HasField("error"):
+            closure.error.CopyFrom(event.error)
+            row.error_kind = core_execution_pb2.ExecutionError.ErrorKind.Name(event.error.kind)
+        row.closure_pb = closure.SerializeToString()
+
+    def _node_event(self, session: Session, rows: EventRows, event: event_pb2.NodeExecutionEvent) -> None:
+        exec_id = event.id.execution_id
+        repo.get_execution(session, exec_id)
+        row = rows.node(exec_id, event.id.node_id)
+        occurred = event_time(event.occurred_at, self.ctx)
+        if row is None:
+            parent_id = None
+            if event.HasField("parent_node_metadata") and event.parent_node_metadata.node_id:
+                parent_ident = idpb.NodeExecutionIdentifier(execution_id=exec_id,
+                                                            node_id=event.parent_node_metadata.node_id)
+                parent_id = rows.node_row_id(parent_ident)
+            row = NodeExecution(
+                project=exec_id.project, domain=exec_id.domain, execution_name=exec_id.name,
+                node_id=event.id.node_id, parent_id=parent_id, phase=event.phase, input_uri="",
+                created_at=occurred, updated_at=occurred, started_at=None, duration=0.0,
+            )
+            rows.add_node(exec_id, row)
+            closure = node_execution_pb2.NodeExecutionClosure(created_at=to_timestamp(occurred))
+            metadata = node_execution_pb2.NodeExecutionMetaData(
+                retry_group=event.retry_group, spec_node_id=event.spec_node_id)
+        else:
+            if row.phase == event.phase or row.phase in NODE_TERMINAL:
+                log.debug("ignoring %s event for node %s of %s (already %s)", node_phase_name(event.phase),
+                          event.id.node_id, exec_id.name, node_phase_name(row.phase))
+                return
+            closure = node_execution_pb2.NodeExecutionClosure.FromString(row.closure_pb)
+            metadata = node_execution_pb2.NodeExecutionMetaData.FromString(row.metadata_pb)
+        self._apply_node_event(row, closure, metadata, event, occurred)
+        row.closure_pb = closure.SerializeToString()
+        row.metadata_pb = metadata.SerializeToString()
 
     def _apply_node_event(self, row: NodeExecution, closure: node_execution_pb2.NodeExecutionClosure,
                           metadata: node_execution_pb2.NodeExecutionMetaData,
@@ -170,6 +195,20 @@ class EventSink:
                 row.dynamic_workflow_pb = dynamic.compiled_workflow.SerializeToString()
             if dynamic.dynamic_job_spec_uri:
                 closure.dynamic_job_spec_uri = dynamic.dynamic_job_spec_uri
+
+
+def _named_nodes(events: Sequence[Message]) -> set[NodeKey]:
+    """Every node execution the events name (their own, their parents', the task attempts' nodes)."""
+    keys: set[NodeKey] = set()
+    for event in events:
+        if isinstance(event, event_pb2.NodeExecutionEvent):
+            keys.add(node_key(event.id.execution_id, event.id.node_id))
+            if event.parent_node_metadata.node_id:
+                keys.add(node_key(event.id.execution_id, event.parent_node_metadata.node_id))
+        elif isinstance(event, event_pb2.TaskExecutionEvent):
+            node = event.parent_node_execution_id
+            keys.add(node_key(node.execution_id, node.node_id))
+    return keys
 
 
 def _stale_workflow_event(current: int, new: int) -> str:

@@ -16,6 +16,7 @@ from flyteidl.event import event_pb2
 from google.protobuf import json_format, struct_pb2, timestamp_pb2
 from sqlalchemy.orm import Session
 
+from flytelite.admin.event_rows import EventRows
 from flytelite.admin.exec_data import offload_literal_map
 from flytelite.context import Context
 from flytelite.idl.phases import TASK_TERMINAL, TaskPhase, task_phase_name
@@ -33,18 +34,21 @@ def event_time(ts: timestamp_pb2.Timestamp, ctx: Context) -> datetime:
     return from_timestamp(ts)
 
 
-def apply_task_event(ctx: Context, session: Session, event: event_pb2.TaskExecutionEvent) -> None:
+def apply_task_event(ctx: Context, session: Session, event: event_pb2.TaskExecutionEvent,
+                     rows: EventRows | None = None) -> None:
+    """Apply one event in `session`; `rows` are the rows this transaction already looked up or added."""
+    rows = rows if rows is not None else EventRows(session)
     ident = idpb.TaskExecutionIdentifier(task_id=event.task_id, node_execution_id=event.parent_node_execution_id,
                                          retry_attempt=event.retry_attempt)
-    row = repo.find_task_execution(session, ident)
+    row = rows.task(ident)
     is_new = row is None
     occurred = event_time(event.occurred_at, ctx)
     reported = event_time(event.reported_at, ctx) if event.HasField("reported_at") else occurred
     if is_new:
         # A task attempt belongs to a node execution the engine reported first.
-        repo.get_node_execution(session, event.parent_node_execution_id)
+        rows.require_node(event.parent_node_execution_id)
         row = _new_row(event, occurred)
-        session.add(row)
+        rows.add_task(ident, row)
         closure = task_execution_pb2.TaskExecutionClosure(
             created_at=to_timestamp(occurred), logs=event.logs, task_type=event.task_type,
             event_version=event.event_version,

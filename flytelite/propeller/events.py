@@ -23,17 +23,28 @@ NODE_EVENT_VERSION = 1
 TASK_EVENT_VERSION = 1
 
 
+# What admin may answer to an event that the engine logs and goes on from.
+_REFUSALS = (errors.AlreadyExists, errors.FailedPrecondition, errors.NotFound, errors.InvalidArgument)
+
+
 class EventRecorder:
     def __init__(self, sink, clock: Clock):
         self.sink = sink
         self.clock = clock
+
+    def buffered(self) -> BufferedEventRecorder:
+        """A recorder for one evaluation round: it keeps the events until flush() hands them over together."""
+        return BufferedEventRecorder(self.sink, self.clock)
+
+    def flush(self) -> None:
+        """Events are sent as they are made: nothing to flush."""
 
     def _send(self, fn, event) -> None:
         try:
             fn(event)
         except errors.AlreadyExists:
             pass
-        except (errors.FailedPrecondition, errors.NotFound, errors.InvalidArgument) as e:
+        except _REFUSALS as e:
             log.warning("admin refused %s: %s", type(event).__name__, e)
 
     def workflow(
@@ -118,3 +129,37 @@ class EventRecorder:
         elif error is not None:
             ev.error.CopyFrom(error)
         self._send(self.sink.task_event, ev)
+
+
+class BufferedEventRecorder(EventRecorder):
+    """One round's events, applied by admin in one transaction when the round flushes them.
+
+    A round flushes before it persists the status (so admin never misses a transition the engine
+    recorded) and before anything that needs admin to know of the events so far (a launch-plan node
+    launching its child execution names its node execution). A sink without apply_batch, or a batch
+    admin refuses part of, gets the events one by one, each refusal handled as an unbuffered one.
+    """
+
+    def __init__(self, sink, clock: Clock):
+        super().__init__(sink, clock)
+        self._pending: list[tuple] = []
+
+    def buffered(self) -> BufferedEventRecorder:
+        return self
+
+    def _send(self, fn, event) -> None:
+        self._pending.append((fn, event))
+
+    def flush(self) -> None:
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        apply_batch = getattr(self.sink, "apply_batch", None)
+        if apply_batch is not None and len(pending) > 1:
+            try:
+                apply_batch([event for _, event in pending])
+                return
+            except _REFUSALS:
+                pass  # none applied: send them one by one, so that only the refused ones are left out
+        for fn, event in pending:
+            EventRecorder._send(self, fn, event)

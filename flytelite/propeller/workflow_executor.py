@@ -71,15 +71,18 @@ class WorkflowExecutor:
         status = WorkflowStatus.from_json(row.status_json)
         persisted = row.status_json
         rnd = None
+        # Admin applies a round's events in one transaction, before the status that follows from them is persisted.
+        events = self.events.buffered()
         for _ in range(MAX_STREAK):
             rnd = ExecutionRound(ctx=self.ctx, key=key, spec=spec, workflow=workflow, status=status,
-                                 events=self.events, wake=lambda delay, k=key: self.wake(k, delay))
+                                 events=events, wake=lambda delay, k=key: self.wake(k, delay))
             if row.abort_cause and status.phase not in WORKFLOW_DONE:
                 self._abort(rnd, row.abort_cause)
             else:
                 before = status.phase
                 self._advance(rnd)
                 rnd.requeue_now = rnd.requeue_now or status.phase != before
+            events.flush()
             done = status.phase in WORKFLOW_DONE
             text = status.to_json()
             if text != persisted or done:
@@ -168,22 +171,22 @@ class WorkflowExecutor:
             status.error = error
         if phase == WorkflowPhase.RUNNING:
             status.started_at = status.started_at or now
-            self.events.workflow(exec_id, WfPhase.RUNNING)
+            rnd.events.workflow(exec_id, WfPhase.RUNNING)
         elif phase == WorkflowPhase.SUCCEEDING:
-            self.events.workflow(exec_id, WfPhase.SUCCEEDING)
+            rnd.events.workflow(exec_id, WfPhase.SUCCEEDING)
         elif phase == WorkflowPhase.SUCCESS:
             status.stopped_at = now
-            self.events.workflow(exec_id, WfPhase.SUCCEEDED, output_uri=status.output_uri)
+            rnd.events.workflow(exec_id, WfPhase.SUCCEEDED, output_uri=status.output_uri)
         elif phase in (WorkflowPhase.FAILING, WorkflowPhase.HANDLING_FAILURE_NODE, WorkflowPhase.FAILED):
             if phase == WorkflowPhase.FAILED:
                 status.stopped_at = now
             err = (status.error or ErrorInfo("UnknownError", "Unknown error")).to_proto()
             # Flyte's API has no HandlingFailureNode phase: admin sees FAILING until the failure node is done.
-            self.events.workflow(exec_id, WfPhase.FAILED if phase == WorkflowPhase.FAILED else WfPhase.FAILING,
+            rnd.events.workflow(exec_id, WfPhase.FAILED if phase == WorkflowPhase.FAILED else WfPhase.FAILING,
                                  error=err)
         elif phase == WorkflowPhase.ABORTED:
             status.stopped_at = now
-            self.events.workflow(exec_id, WfPhase.ABORTED)
+            rnd.events.workflow(exec_id, WfPhase.ABORTED)
 
     def _persist(self, key: ExecutionKey, status_json: str, done: bool) -> None:
         # Only the engine's columns: admin writes abort_cause concurrently.

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,7 +11,6 @@ from flyteidl.core import literals_pb2
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.phases import NodePhase, WorkflowPhase
 from flytelite.propeller.plugins import processes
-from flytelite.propeller.status import parse_iso
 from flytelite.store.models import FlyteWorkflow
 from tests.propeller import flyte_tasks as ft
 from tests.propeller import harness as h
@@ -142,31 +138,3 @@ def _gone(pid: int, timeout: float = 10) -> bool:
             return True
         time.sleep(0.05)
     return False
-
-
-def test_engine_overhead_per_task(tmp_path, capsys):
-    """Engine time over the bare `pyflyte-execute` process time for a one-task workflow."""
-    ctx, key, sink, status, _ = run_workflow(tmp_path / "engine", ft.noop_wf, {}, "overhead")
-    assert status.phase == WorkflowPhase.SUCCESS
-    # From the workflow starting to it succeeding, as the engine recorded it.
-    took = (parse_iso(status.stopped_at) - parse_iso(status.started_at)).total_seconds()
-    # The same task, run by hand with the same command.
-    inputs = tmp_path / "inputs.pb"
-    inputs.write_bytes(literals_pb2.LiteralMap().SerializeToString())
-    out = tmp_path / "out"
-    env = dict(os.environ, PYTHONPATH=str(h.REPO))
-    cmd = [sys.executable, "-m", "flytekit.bin.entrypoint", "pyflyte-execute", "--inputs", str(inputs),
-           "--output-prefix", str(out), "--raw-output-data-prefix", str(tmp_path / "raw"), "--resolver",
-           "flytekit.core.python_auto_container.default_task_resolver", "--", "task-module",
-           "tests.propeller.flyte_tasks", "task-name", "noop"]
-    bare = []
-    for _ in range(2):
-        t = time.monotonic()
-        subprocess.run(cmd, env=env, cwd=tmp_path, check=True, capture_output=True)
-        bare.append(time.monotonic() - t)
-    overhead = took - min(bare)
-    with capsys.disabled():
-        print(f"\n[engine overhead] workflow {took * 1000:.0f} ms, bare process {min(bare) * 1000:.0f} ms, "
-              f"overhead {overhead * 1000:.0f} ms")
-    assert (out / "outputs.pb").exists()
-    assert overhead < 1.0

@@ -121,6 +121,8 @@ class LaunchPlanHandler(NodeHandler):
         rnd = nctx.round
         parent_node = identifier_pb2.NodeExecutionIdentifier(node_id=nctx.node_id, execution_id=rnd.exec_id)
         lp_ref = nctx.node.workflow_node.launchplan_ref
+        # The child names this node's execution as its parent: admin must have applied the node's events so far.
+        rnd.events.flush()
         try:
             original = original_child_execution(nctx)
             if original is not None:

@@ -1,0 +1,103 @@
+"""The node and task execution rows one event-applying transaction has looked up or added.
+
+Applying a batch of events (one evaluation round's) in one transaction would otherwise cost a query
+per event, each flushing every pending row first: `prefetch` reads the rows the batch names in one
+query per execution, and rows added while applying are found again without the database.
+"""
+
+from __future__ import annotations
+
+from flyteidl.core import identifier_pb2 as idpb
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from flytelite.store import executions as repo
+from flytelite.store.models import NodeExecution, TaskExecution
+
+# Node ids per IN (...) clause (well under SQLite's limit on bound parameters).
+_CHUNK = 500
+
+NodeKey = tuple[str, str, str, str]
+TaskKey = tuple[str, str, str, str, str, str, str, str, int]
+
+
+def node_key(execution: idpb.WorkflowExecutionIdentifier, node_id: str) -> NodeKey:
+    return (execution.project, execution.domain, execution.name, node_id)
+
+
+def task_key(ident: idpb.TaskExecutionIdentifier) -> TaskKey:
+    node, task = ident.node_execution_id, ident.task_id
+    ex = node.execution_id
+    return (ex.project, ex.domain, ex.name, node.node_id, task.project, task.domain, task.name, task.version,
+            ident.retry_attempt)
+
+
+class EventRows:
+    """Rows by Flyte identifier for one session; a key it was told about and holds no row for does not exist."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self._nodes: dict[NodeKey, NodeExecution | None] = {}
+        self._tasks: dict[TaskKey, TaskExecution | None] = {}
+        # Nodes whose task execution rows were all loaded: a task key of theirs not in _tasks has no row.
+        self._nodes_with_tasks: set[NodeKey] = set()
+
+    def prefetch(self, nodes: set[NodeKey]) -> None:
+        """Load the node execution rows and every task execution row of these nodes, in a few queries."""
+        by_execution: dict[tuple[str, str, str], list[str]] = {}
+        for key in nodes:
+            if key not in self._nodes:
+                by_execution.setdefault(key[:3], []).append(key[3])
+        for (project, domain, name), node_ids in by_execution.items():
+            for i in range(0, len(node_ids), _CHUNK):
+                chunk = node_ids[i:i + _CHUNK]
+                for node_id in chunk:
+                    self._nodes[(project, domain, name, node_id)] = None
+                where = (NodeExecution.project == project, NodeExecution.domain == domain,
+                         NodeExecution.execution_name == name, NodeExecution.node_id.in_(chunk))
+                for row in self.session.scalars(select(NodeExecution).where(*where)):
+                    self._nodes[(project, domain, name, row.node_id)] = row
+                tasks = select(TaskExecution).where(
+                    TaskExecution.project == project, TaskExecution.domain == domain,
+                    TaskExecution.execution_name == name, TaskExecution.node_id.in_(chunk))
+                for row in self.session.scalars(tasks):
+                    self._tasks[(project, domain, name, row.node_id, row.task_project, row.task_domain,
+                                 row.task_name, row.task_version, row.retry_attempt)] = row
+                self._nodes_with_tasks.update((project, domain, name, n) for n in chunk)
+
+    def node(self, execution: idpb.WorkflowExecutionIdentifier, node_id: str) -> NodeExecution | None:
+        key = node_key(execution, node_id)
+        if key in self._nodes:
+            return self._nodes[key]
+        row = self._nodes[key] = repo.find_node_execution(self.session, execution, node_id)
+        return row
+
+    def add_node(self, execution: idpb.WorkflowExecutionIdentifier, row: NodeExecution) -> None:
+        self.session.add(row)
+        self._nodes[node_key(execution, row.node_id)] = row
+
+    def node_row_id(self, ident: idpb.NodeExecutionIdentifier) -> int:
+        """The database id of an existing node execution (flushing it first if it is new in this session)."""
+        row = self.node(ident.execution_id, ident.node_id)
+        if row is None:
+            repo.get_node_execution(self.session, ident)  # raises NotFound with the message users see
+        if row.id is None:
+            self.session.flush()
+        return row.id
+
+    def require_node(self, ident: idpb.NodeExecutionIdentifier) -> NodeExecution:
+        row = self.node(ident.execution_id, ident.node_id)
+        return row if row is not None else repo.get_node_execution(self.session, ident)
+
+    def task(self, ident: idpb.TaskExecutionIdentifier) -> TaskExecution | None:
+        key = task_key(ident)
+        if key in self._tasks:
+            return self._tasks[key]
+        if key[:4] in self._nodes_with_tasks:
+            return None
+        row = self._tasks[key] = repo.find_task_execution(self.session, ident)
+        return row
+
+    def add_task(self, ident: idpb.TaskExecutionIdentifier, row: TaskExecution) -> None:
+        self.session.add(row)
+        self._tasks[task_key(ident)] = row
