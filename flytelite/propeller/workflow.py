@@ -102,6 +102,17 @@ class ExecutableWorkflow:
             self.upstream[node_id] = sorted(deps)
             for d in deps:
                 self.downstream[d].append(node_id)
+        # As Flyte's compiler: a node nothing depends on still comes before end-node.
+        if END_NODE in self.nodes:
+            leaves = [n for n in self.nodes if n not in (START_NODE, END_NODE) and not self.downstream.get(n)]
+            for leaf in leaves:
+                self.downstream[leaf].append(END_NODE)
+            end_deps = set(self.upstream.get(END_NODE, ())) | set(leaves)
+            if len(end_deps) > 1 and START_NODE in end_deps:
+                # start-node stood in for "no dependency"; real ones replace it.
+                end_deps.discard(START_NODE)
+                self.downstream[START_NODE].remove(END_NODE)
+            self.upstream[END_NODE] = sorted(end_deps)
 
     def _topological_order(self) -> list[str]:
         pending = {n: set(self.upstream.get(n, ())) for n in self.nodes}

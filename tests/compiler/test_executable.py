@@ -290,11 +290,6 @@ def test_node_timeout_becomes_the_attempt_deadline(crd_path: Path, closure_path:
     assert {k: v for k, v in got.items() if k in expected} == expected
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine gap: ExecutableWorkflow._derive_edges (closures without compiled connections) links end-node "
-    "only to the nodes its output bindings read, but Flyte's compiler also links every leaf node to end-node, "
-    "so the workflow could succeed while a leaf node without consumed outputs still runs"
-))
 def test_derived_edges_match_flyte_when_connections_are_missing(probe: EngineProbe):
     diffs = []
     for case, crd_path, closure_path in CASES:
