@@ -36,8 +36,10 @@ class Row:
     def runs(self) -> int:
         return len(self.values)
 
-    def check(self, bound: float, below: bool = True) -> Row:
-        self.met = self.median < bound if below else self.median >= bound
+    def check(self, op: str, bound: float) -> Row:
+        """Judge the median against the goal: op is "<", "<=" or ">="."""
+        value = self.median
+        self.met = {"<": value < bound, "<=": value <= bound, ">=": value >= bound}[op]
         return self
 
 

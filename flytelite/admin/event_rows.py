@@ -12,7 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from flytelite.store import executions as repo
-from flytelite.store.models import NodeExecution, TaskExecution
+from flytelite.store.models import Execution, NodeExecution, TaskExecution
 
 # Node ids per IN (...) clause (well under SQLite's limit on bound parameters).
 _CHUNK = 500
@@ -33,12 +33,17 @@ def task_key(ident: idpb.TaskExecutionIdentifier) -> TaskKey:
 
 
 class EventRows:
-    """Rows by Flyte identifier for one session; a key it was told about and holds no row for does not exist."""
+    """Execution, node and task execution rows by Flyte identifier, for one session.
+
+    A node key it was told about (prefetched) and holds no row for does not exist.
+    """
 
     def __init__(self, session: Session):
         self.session = session
         self._nodes: dict[NodeKey, NodeExecution | None] = {}
         self._tasks: dict[TaskKey, TaskExecution | None] = {}
+        # Held here because the session's identity map holds unchanged rows weakly (and would query again).
+        self._executions: dict[tuple[str, str, str], Execution] = {}
         # Nodes whose task execution rows were all loaded: a task key of theirs not in _tasks has no row.
         self._nodes_with_tasks: set[NodeKey] = set()
 
@@ -64,6 +69,14 @@ class EventRows:
                     self._tasks[(project, domain, name, row.node_id, row.task_project, row.task_domain,
                                  row.task_name, row.task_version, row.retry_attempt)] = row
                 self._nodes_with_tasks.update((project, domain, name, n) for n in chunk)
+
+    def execution(self, ident: idpb.WorkflowExecutionIdentifier) -> Execution:
+        """The execution row (raises NotFound as repo.get_execution does)."""
+        key = (ident.project, ident.domain, ident.name)
+        row = self._executions.get(key)
+        if row is None:
+            row = self._executions[key] = repo.get_execution(self.session, ident)
+        return row
 
     def node(self, execution: idpb.WorkflowExecutionIdentifier, node_id: str) -> NodeExecution | None:
         key = node_key(execution, node_id)

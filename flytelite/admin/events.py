@@ -19,7 +19,6 @@ from flyteidl.core import execution_pb2 as core_execution_pb2
 from flyteidl.core import identifier_pb2 as idpb
 from flyteidl.event import event_pb2
 from google.protobuf.message import Message
-from sqlalchemy.orm import Session
 
 from flytelite.admin.event_rows import EventRows, NodeKey, node_key
 from flytelite.admin.exec_data import offload_literal_map
@@ -46,11 +45,11 @@ class EventSink:
 
     def workflow_event(self, event: event_pb2.WorkflowExecutionEvent) -> None:
         with self.ctx.db.session() as session:
-            self._workflow_event(session, event)
+            self._workflow_event(EventRows(session), event)
 
     def node_event(self, event: event_pb2.NodeExecutionEvent) -> None:
         with self.ctx.db.session() as session:
-            self._node_event(session, EventRows(session), event)
+            self._node_event(EventRows(session), event)
 
     def task_event(self, event: event_pb2.TaskExecutionEvent) -> None:
         with self.ctx.db.session() as session:
@@ -65,14 +64,14 @@ class EventSink:
             rows.prefetch(_named_nodes(events))
             for event in events:
                 if isinstance(event, event_pb2.NodeExecutionEvent):
-                    self._node_event(session, rows, event)
+                    self._node_event(rows, event)
                 elif isinstance(event, event_pb2.TaskExecutionEvent):
                     apply_task_event(self.ctx, session, event, rows)
                 else:
-                    self._workflow_event(session, event)
+                    self._workflow_event(rows, event)
 
-    def _workflow_event(self, session: Session, event: event_pb2.WorkflowExecutionEvent) -> None:
-        row = repo.get_execution(session, event.execution_id)
+    def _workflow_event(self, rows: EventRows, event: event_pb2.WorkflowExecutionEvent) -> None:
+        row = rows.execution(event.execution_id)
         stale = _stale_workflow_event(row.phase, event.phase)
         if stale:
             log.debug("ignoring workflow event for %s: %s", event.execution_id.name, stale)
@@ -99,9 +98,9 @@ class EventSink:
             row.error_kind = core_execution_pb2.ExecutionError.ErrorKind.Name(event.error.kind)
         row.closure_pb = closure.SerializeToString()
 
-    def _node_event(self, session: Session, rows: EventRows, event: event_pb2.NodeExecutionEvent) -> None:
+    def _node_event(self, rows: EventRows, event: event_pb2.NodeExecutionEvent) -> None:
         exec_id = event.id.execution_id
-        repo.get_execution(session, exec_id)
+        rows.execution(exec_id)
         row = rows.node(exec_id, event.id.node_id)
         occurred = event_time(event.occurred_at, self.ctx)
         if row is None:

@@ -12,17 +12,22 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+# Plain arithmetic, as protobuf's FromDatetime/ToDatetime compute it but several times faster: the engine
+# stamps every event, and admin reads every event's time.
 def to_timestamp(dt: datetime | None) -> timestamp_pb2.Timestamp:
-    ts = timestamp_pb2.Timestamp()
-    if dt is not None:
-        if dt.tzinfo is None:
-            dt = dt.replace(tzinfo=timezone.utc)
-        ts.FromDatetime(dt)
-    return ts
+    if dt is None:
+        return timestamp_pb2.Timestamp()
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    delta = dt - _EPOCH
+    return timestamp_pb2.Timestamp(seconds=delta.days * 86400 + delta.seconds, nanos=delta.microseconds * 1000)
 
 
 def from_timestamp(ts: timestamp_pb2.Timestamp) -> datetime:
-    return ts.ToDatetime(tzinfo=timezone.utc)
+    return _EPOCH + timedelta(seconds=ts.seconds, microseconds=ts.nanos // 1000)
 
 
 def to_duration(delta: timedelta | float) -> duration_pb2.Duration:

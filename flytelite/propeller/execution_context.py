@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from flyteidl.core import identifier_pb2
+from flyteidl.core import identifier_pb2, literals_pb2
 
 from flytelite.context import Context, ExecutionKey
 from flytelite.propeller.events import EventRecorder
@@ -32,6 +32,9 @@ class ExecutionRound:
     requeue_now: bool = False
     # Earliest time (seconds from now) something needs a look: a timeout, a poll.
     requeue_after: float | None = None
+    # outputs.pb files read this round, by path (a passed node's outputs never change; a wide fan-out
+    # would otherwise read its source once per downstream node). Read-only: never modify one.
+    outputs_read: dict[str, literals_pb2.LiteralMap] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.now is None:

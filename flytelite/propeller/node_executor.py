@@ -345,9 +345,12 @@ class NodeExecutor:
                 if st is None or st.phase not in NODE_PASSED:
                     raise BindingError(f"node {upstream} has not succeeded")
                 uri = posixpath.join(st.output_dir, "outputs.pb")
-                outputs = rnd.ctx.blobs.read_proto_if_exists(uri, literals_pb2.LiteralMap)
+                outputs = rnd.outputs_read.get(uri)
                 if outputs is None:
-                    raise BindingError(f"outputs of node {upstream} not found at {uri}")
+                    outputs = rnd.ctx.blobs.read_proto_if_exists(uri, literals_pb2.LiteralMap)
+                    if outputs is None:
+                        raise BindingError(f"outputs of node {upstream} not found at {uri}")
+                    rnd.outputs_read[uri] = outputs
                 cache[upstream] = outputs
             return cache[upstream]
 

@@ -75,14 +75,15 @@ class TaskHandler(NodeHandler):
         if info.poll_after is not None:
             rnd.requeue_in(info.poll_after)
 
+        # Looked up once: a stat per item and check adds up in a 10,000-item map task.
+        wrote_outputs = info.phase == PluginPhase.SUCCESS and nctx.blobs.exists(nctx.outputs_uri)
         if info.phase == PluginPhase.SUCCESS and info.futures_uri:
             pass  # A dynamic task: its outputs come later, from the workflow it wrote (nodes/dynamic.py).
-        elif info.phase == PluginPhase.SUCCESS and len(task.interface.outputs.variables) \
-                and not nctx.blobs.exists(nctx.outputs_uri):
+        elif info.phase == PluginPhase.SUCCESS and len(task.interface.outputs.variables) and not wrote_outputs:
             info = info.failure("OutputsNotFound", f"task {task.id.name} succeeded but wrote no outputs.pb to "
                                 f"{nctx.output_dir}", kind=SYSTEM, retryable=True, logs=info.logs)
 
-        output_uri = nctx.outputs_uri if info.phase == PluginPhase.SUCCESS and nctx.blobs.exists(nctx.outputs_uri) else ""
+        output_uri = nctx.outputs_uri if info.phase == PluginPhase.SUCCESS and wrote_outputs else ""
         self._report(nctx, tstatus, task, info.phase.event_phase, info.version, logs=info.logs,
                      reason=info.reason, output_uri=output_uri,
                      error=info.error.to_proto() if info.error else None, plugin_id=plugin.id)

@@ -1,0 +1,141 @@
+"""Real-task benchmark rows: flytekit python tasks through a real flytelite server, warm workers on, then off.
+
+Each workflow is registered and first run with `pyflyte run --remote` (that run counts), then run again
+with CreateExecution. Times are the server's: an execution's created_at to its SUCCEEDED update.
+- overhead per task: (100-task chain time / 100) minus the median task attempt (the task execution's
+  RUNNING to SUCCEEDED, i.e. the forked or started process from start until its exit was seen);
+- 100-task chain; 1,000-item map task (warm off: 100 items, since 1,000 cold processes take ~15 min);
+- acceptance latency: CreateExecution sent (client clock) to the first task node RUNNING (server clock,
+  same machine);
+- cache hit: a cached 1-task workflow run again with the same input: its node's QUEUED to SUCCEEDED.
+Baselines: flytekit's local execution of the same workflows (in this process), and warm workers off.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flyteidl.core import catalog_pb2, literals_pb2
+
+from benchmarks.common import Row, baseline, integer, integers, timed
+from benchmarks.server_client import BenchServer, execution_seconds, seconds
+from benchmarks.workflows import real_wfs
+
+WARM_OFF = "engine:\n  warm_workers: false\n"
+MAP_ITEMS = 1000
+COLD_MAP_ITEMS = 100
+
+
+@dataclass
+class Measured:
+    """One server mode's measurements (lists of seconds)."""
+
+    chain: list[float] = field(default_factory=list)
+    attempts: list[float] = field(default_factory=list)
+    map: list[float] = field(default_factory=list)
+    latency: list[float] = field(default_factory=list)
+    hit: list[float] = field(default_factory=list)
+    miss: list[float] = field(default_factory=list)
+    hello: list[float] = field(default_factory=list)
+
+    def overhead(self) -> list[float]:
+        """Per chain run: time per task minus the median attempt."""
+        attempt = statistics.median(self.attempts)
+        return [t / real_wfs.CHAIN - attempt for t in self.chain]
+
+
+def measure(folder: Path, config: str, runs: int, map_items: int, map_runs: int, latency_runs: int,
+            cache_runs: int) -> Measured:
+    m = Measured()
+    with BenchServer(folder, config) as server:
+        # The chain: pyflyte registers and runs it; further runs reuse its launch plan.
+        name = server.pyflyte_run("real_wfs.py", "real_chain")
+        execution = server.wait(name, poll=0.05)
+        lp = execution.spec.launch_plan
+        for i in range(runs):
+            if i:
+                execution = server.wait(server.create(lp, {"x": integer(0)}), poll=0.05)
+            m.chain.append(execution_seconds(execution))
+            m.attempts += [seconds(t.closure.duration) for node in server.nodes(execution.id.name)
+                           for t in server.task_attempts(node)]
+        name = server.pyflyte_run("real_wfs.py", "real_map", "--xs", str(list(range(map_items))))
+        execution = server.wait(name, poll=0.1)
+        lp = execution.spec.launch_plan
+        for i in range(map_runs):
+            if i:
+                execution = server.wait(server.create(lp, {"xs": integers(list(range(map_items)))}), poll=0.1)
+            m.map.append(execution_seconds(execution))
+        m.hello, m.latency = _acceptance(server, latency_runs)
+        m.miss, m.hit = _cache_hits(server, cache_runs)
+    return m
+
+
+def _acceptance(server: BenchServer, runs: int) -> tuple[list[float], list[float]]:
+    """`pyflyte run --remote` of hello world to SUCCEEDED (once), then `runs` acceptance latencies."""
+    started = time.perf_counter()
+    name = server.pyflyte_run("hello.py", "hello_wf")
+    lp = server.wait(name).spec.launch_plan
+    hello = [time.perf_counter() - started]
+    latencies = []
+    for _ in range(runs):
+        sent = time.time()
+        name = server.create(lp, {"name": literals_pb2.Literal(scalar=literals_pb2.Scalar(
+            primitive=literals_pb2.Primitive(string_value="bench")))})
+        server.wait(name)
+        node = next(n for n in server.nodes(name) if n.id.node_id == "n0")
+        latencies.append(seconds(node.closure.started_at) - sent)
+    return hello, latencies
+
+
+def _cache_hits(server: BenchServer, runs: int) -> tuple[list[float], list[float]]:
+    """Node QUEUED to SUCCEEDED of a first (miss) run, then of `runs` cache hits."""
+    x = int(time.time())  # a value no earlier benchmark cached
+    name = server.pyflyte_run("cached.py", "cached_wf", "--x", str(x))
+    lp = server.wait(name).spec.launch_plan
+
+    def node_seconds(execution_name: str, status: int) -> float:
+        node = next(n for n in server.nodes(execution_name) if n.id.node_id == "n0")
+        got = node.closure.task_node_metadata.cache_status
+        assert got == status, f"node n0 of {execution_name}: cache status {catalog_pb2.CatalogCacheStatus.Name(got)}"
+        return seconds(node.closure.updated_at) - seconds(node.closure.created_at)
+
+    miss = [node_seconds(name, catalog_pb2.CACHE_POPULATED)]
+    hits = []
+    for _ in range(runs):
+        name = server.create(lp, {"x": integer(x)})
+        server.wait(name)
+        hits.append(node_seconds(name, catalog_pb2.CACHE_HIT))
+    return miss, hits
+
+
+def real_rows(root: Path, runs: int, local_runs: int) -> list[Row]:
+    warm = measure(root / "warm", "", runs=runs, map_items=MAP_ITEMS, map_runs=runs, latency_runs=10,
+                   cache_runs=5)
+    cold = measure(root / "cold", WARM_OFF, runs=1, map_items=COLD_MAP_ITEMS, map_runs=1, latency_runs=3,
+                   cache_runs=1)
+    local_chain = [timed(lambda: real_wfs.real_chain(x=0)) for _ in range(local_runs)]
+    local_map = [timed(lambda: real_wfs.real_map(xs=list(range(MAP_ITEMS)))) for _ in range(local_runs)]
+    attempt, cold_attempt = statistics.median(warm.attempts), statistics.median(cold.attempts)
+    cold_map_note = f"{COLD_MAP_ITEMS} items, not {MAP_ITEMS:,}: cold processes take ~1.6 s each"
+    return [
+        Row("real tasks: flytelite overhead per task, warm workers (100-task chain)", warm.overhead(), "ms",
+            goal="<= 50 ms", note=f"chain time / 100 minus the median attempt ({attempt * 1000:.0f} ms, "
+                                  "process start to exit seen)",
+            baselines=[baseline("warm workers off", cold.overhead(), "ms",
+                                f"median attempt {cold_attempt * 1000:,.0f} ms")]).check("<=", 0.050),
+        Row(f"real tasks: {real_wfs.CHAIN}-task chain", warm.chain, "s", goal="< 10 s",
+            baselines=[baseline("flytekit local", local_chain, "s"),
+                       baseline("warm workers off", cold.chain, "s")]).check("<", 10.0),
+        Row(f"real tasks: {MAP_ITEMS:,}-item map_task", warm.map, "s", goal="< 20 s",
+            baselines=[baseline("flytekit local", local_map, "s"),
+                       baseline("warm workers off", cold.map, "s", cold_map_note)]).check("<", 20.0),
+        Row("acceptance latency: CreateExecution to first node RUNNING", warm.latency, "ms", goal="< 50 ms",
+            baselines=[baseline("warm workers off", cold.latency, "ms")]).check("<", 0.050),
+        Row("hello world: `pyflyte run --remote` (registration included) to SUCCEEDED", warm.hello, "s",
+            baselines=[baseline("warm workers off", cold.hello, "s")]),
+        Row("cache hit: node QUEUED to SUCCEEDED", warm.hit, "ms",
+            baselines=[baseline("the same node's cache miss (task runs, warm)", warm.miss, "ms")]),
+    ]

@@ -1,0 +1,137 @@
+"""A real flytelite server process for the benchmarks, and the client calls they time (pyflyte, raw gRPC)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import grpc
+from flyteidl.admin import common_pb2, execution_pb2, node_execution_pb2, task_execution_pb2
+from flyteidl.core import execution_pb2 as core_execution_pb2
+from flyteidl.core import identifier_pb2, literals_pb2
+from flyteidl.service import admin_pb2_grpc
+
+from benchmarks.common import D, P
+from flytelite.testing import RunningServer, make_server
+
+HERE = Path(__file__).parent
+PYFLYTE = str(Path(sys.executable).parent / "pyflyte")
+URL = re.compile(r"/executions/([a-z0-9]+)")
+DONE = ("SUCCEEDED", "FAILED", "ABORTED", "TIMED_OUT")
+SUCCEEDED = core_execution_pb2.WorkflowExecution.SUCCEEDED
+
+
+class BenchServer:
+    """`flytelite start` with a YAML config, the benchmark workflows copied beside it, a gRPC stub."""
+
+    def __init__(self, folder: Path, config: str = ""):
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
+        self.server: RunningServer = make_server(folder)
+        if config:
+            path = folder / "flytelite.yaml"
+            path.write_text(config)
+            self.server.extra_args = ["--config", str(path)]
+        self.workflows = folder / "wf"
+        shutil.copytree(HERE / "workflows", self.workflows, ignore=shutil.ignore_patterns("__pycache__"))
+        self.channel: grpc.Channel | None = None
+        self.stub: admin_pb2_grpc.AdminServiceStub | None = None
+
+    def __enter__(self) -> BenchServer:
+        self.server.start()
+        self.channel = grpc.insecure_channel(self.server.endpoint,
+                                             options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)])
+        self.stub = admin_pb2_grpc.AdminServiceStub(self.channel)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.channel.close()
+        self.server.stop()
+
+    @property
+    def pid(self) -> int:
+        return self.server.proc.pid
+
+    def peak_rss_mib(self) -> float:
+        """The server's peak resident memory (VmHWM) so far."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        raise RuntimeError(f"no VmHWM in /proc/{self.pid}/status")
+
+    # -- launching ----------------------------------------------------------------------------
+    def pyflyte_run(self, file: str, workflow: str, *args: str) -> str:
+        """`pyflyte run --remote` (fast registration, then CreateExecution): the execution's name."""
+        out = subprocess.run([PYFLYTE, "--config", str(self.server.config_path), "run", "--remote", file, workflow,
+                              *args], cwd=self.workflows, env=self.server.client_env(), capture_output=True,
+                             text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"pyflyte run {workflow} failed:\n{out.stdout}\n{out.stderr}")
+        return URL.search(out.stdout + out.stderr).group(1)
+
+    def launch_plan_of(self, name: str) -> identifier_pb2.Identifier:
+        return self.get(name).spec.launch_plan
+
+    def create(self, lp_id: identifier_pb2.Identifier, inputs: dict[str, literals_pb2.Literal]) -> str:
+        return self.stub.CreateExecution(execution_pb2.ExecutionCreateRequest(
+            project=P, domain=D, spec=execution_pb2.ExecutionSpec(launch_plan=lp_id),
+            inputs=literals_pb2.LiteralMap(literals=inputs))).id.name
+
+    # -- reading ------------------------------------------------------------------------------
+    def get(self, name: str) -> execution_pb2.Execution:
+        return self.stub.GetExecution(execution_pb2.WorkflowExecutionGetRequest(
+            id=identifier_pb2.WorkflowExecutionIdentifier(project=P, domain=D, name=name)))
+
+    def wait(self, name: str, timeout: float = 900, poll: float = 0.02) -> execution_pb2.Execution:
+        """Poll until the execution is done; it must have SUCCEEDED."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            execution = self.get(name)
+            phase = core_execution_pb2.WorkflowExecution.Phase.Name(execution.closure.phase)
+            if phase in DONE:
+                if execution.closure.phase != SUCCEEDED:
+                    raise RuntimeError(f"execution {name} {phase}: {execution.closure.error.message}\n"
+                                       f"server log: {self.server.log_path}")
+                return execution
+            time.sleep(poll)
+        raise TimeoutError(f"execution {name} not done in {timeout} s")
+
+    def unfinished(self) -> int:
+        """How many executions are not done (0 or 1: enough to wait on)."""
+        listed = self.stub.ListExecutions(common_pb2.ResourceListRequest(
+            id=common_pb2.NamedEntityIdentifier(project=P, domain=D), limit=1,
+            filters="value_not_in(phase,SUCCEEDED;FAILED;ABORTED;TIMED_OUT)"))
+        return len(listed.executions)
+
+    def failed(self) -> int:
+        listed = self.stub.ListExecutions(common_pb2.ResourceListRequest(
+            id=common_pb2.NamedEntityIdentifier(project=P, domain=D), limit=10,
+            filters="value_in(phase,FAILED;ABORTED;TIMED_OUT)"))
+        return len(listed.executions)
+
+    def nodes(self, name: str) -> list[node_execution_pb2.NodeExecution]:
+        return list(self.stub.ListNodeExecutions(node_execution_pb2.NodeExecutionListRequest(
+            workflow_execution_id=identifier_pb2.WorkflowExecutionIdentifier(project=P, domain=D, name=name),
+            limit=10_000)).node_executions)
+
+    def task_attempts(self, node: node_execution_pb2.NodeExecution) -> list[task_execution_pb2.TaskExecution]:
+        return list(self.stub.ListTaskExecutions(task_execution_pb2.TaskExecutionListRequest(
+            node_execution_id=node.id, limit=100)).task_executions)
+
+
+def seconds(ts) -> float:
+    return ts.seconds + ts.nanos / 1e9
+
+
+def execution_seconds(execution: execution_pb2.Execution) -> float:
+    """Created to SUCCEEDED, by the server's clock (the last update of a finished execution is its end)."""
+    return seconds(execution.closure.updated_at) - seconds(execution.closure.created_at)
+
+
+def now() -> float:
+    return datetime.now(timezone.utc).timestamp()
