@@ -86,7 +86,9 @@ How each row is measured (see the modules in benchmarks/ for the code):
   Memory is the server's VmHWM from /proc.
 - *real tasks*: a real `flytelite start`; workflows registered and first run with `pyflyte run --remote`,
   then run again with CreateExecution; times are the server's (execution created to SUCCEEDED). A task's
-  run is its task execution's RUNNING to SUCCEEDED (process start until its exit was seen).
+  run is its task execution's RUNNING to SUCCEEDED (process start until its exit was seen). With warm
+  workers a map task's items run one after another in a few workers forked from the zygote (each item
+  with its own environment, folder, log and a fresh import of the task's code).
 - *flytekit local*: the same workflow function called in this Python process (flytekit's local execution).
 """
 

@@ -20,7 +20,7 @@ from flytelite.propeller.phases import WorkflowPhase
 from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.core import PluginPhase, TaskExecutionContext
 from flytelite.propeller.plugins.local_process import LocalProcessPlugin
-from flytelite.propeller.plugins.warm.pool import pyflyte_command, starts_alike
+from flytelite.propeller.plugins.warm.pool import WarmPool, pyflyte_command, starts_alike
 from flytelite.store.flyteworkflow import ExecutionSpec
 from flytelite.store.models import FlyteWorkflow
 from tests.propeller import flyte_tasks as ft
@@ -301,3 +301,121 @@ def test_a_fork_interrupted_by_a_crash_is_found_by_its_pid_file_not_started_twic
     finally:
         first.close()
         second.close()
+
+
+# -- map items: one worker runs sibling items one after another ----------------------------------------
+ITEM_FACTS = ("x", "index", "seen", "env_left_before", "cwd_was_clean", "cwd_is_work_dir", "session_leader")
+
+
+def _item(lit: literals_pb2.Literal) -> dict[str, str] | None:
+    """A map item's output: an optional dict of strings (None for a failed item)."""
+    value = lit.scalar.union.value if lit.scalar.HasField("union") else lit
+    if value.scalar.HasField("none_type"):
+        return None
+    return {k: v.scalar.primitive.string_value for k, v in value.map.literals.items()}
+
+
+def test_map_items_are_the_same_warm_and_cold_and_each_item_sees_a_fresh_process(tmp_path):
+    xs = list(range(8))
+    runs = {}
+    for warm in (True, False):
+        summary, forks, ctx = _run(tmp_path, warm, wt.map_probe_wf, {"xs": xs}, "mapprobe")
+        outputs = [_item(lit) for lit in summary.pop("outputs")["o0"]]
+        # The array node's task events report item progress: how many RUNNING updates depends on timing.
+        summary["tasks"] = {n: phases[-1] for n, phases in summary["tasks"].items()}
+        runs[warm] = summary, outputs, forks, ctx
+    (warm, warm_items, forks, ctx), (cold, cold_items, _, _) = runs[True], runs[False]
+    assert warm == cold
+    assert warm["phase"] == WorkflowPhase.SUCCESS and forks == len(xs)
+    assert warm_items[3] is None and cold_items[3] is None  # the failed item, allowed by min_success_ratio
+    for x, (w, c) in enumerate(zip(warm_items, cold_items, strict=True)):
+        if x == 3:
+            continue
+        assert {k: w[k] for k in ITEM_FACTS} == {k: c[k] for k in ITEM_FACTS}
+        # What an item did to its module, environment and folder is not seen by the next one in its worker.
+        assert (w["x"], w["index"], w["seen"], w["env_left_before"], w["cwd_was_clean"]) == (
+            str(x), str(x), str(x), "", "True")
+        assert w["tempdir"].startswith(str(tmp_path / "warm" / "home" / "work"))
+    warm_pids = {w["pid"] for w in warm_items if w}
+    assert len({c["pid"] for c in cold_items if c}) == len(xs) - 1
+    assert len(warm_pids) < len(xs) - 1, "items must have been run by workers that ran a sibling before"
+    assert len({w["tempdir"] for w in warm_items if w}) == len(xs) - 1
+    assert len({w["random"] for w in warm_items if w}) == len(xs) - 1
+    # Each item's log is its own, though its process ran others.
+    logs = tmp_path / "warm" / "home" / "logs" / "flytesnacks-development-mapprobe"
+    for x in xs:
+        text = (logs / f"n0-n{x}-0.log").read_text()
+        assert f"item {x} on stdout" in text and f"item {x} on stderr" in text
+        assert not any(f"item {other} on" in text for other in xs if other != x), text
+
+
+def test_an_item_that_leaves_a_thread_or_an_atexit_hook_ends_as_a_process_would(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    summary, forks, ctx = _run(tmp_path, True, wt.lingering_wf, {"xs": [0, 1, 2], "marker_dir": str(marks)},
+                               "linger")
+    assert summary["phase"] == WorkflowPhase.SUCCESS, summary
+    first, second, third = summary["outputs"]["o0"]
+    # Its thread ran to the end and its atexit hook ran, in its process, before the next item started.
+    assert (marks / "thread-finished").read_text() == str(first)
+    assert (marks / "atexit-ran").read_text() == str(first)
+    assert second != first, "a process an item left a thread in must not run another item"
+    assert third == second, "a clean item's worker runs the next sibling"
+
+
+def _item_request(tmp_path, name: str, task_name: str, inputs: dict) -> tuple[list[str], str, str]:
+    """A pyflyte-execute command for a task of tests/propeller/warm_tasks.py: (argv, cwd, log)."""
+    folder = tmp_path / name
+    folder.mkdir(parents=True)
+    inputs_pb = folder / "inputs.pb"
+    inputs_pb.write_bytes(h.literal_map(inputs).SerializeToString())
+    argv = [PY, "-m", "flytekit.bin.entrypoint", "pyflyte-execute", "--inputs", str(inputs_pb), "--output-prefix",
+            str(folder / "out"), "--raw-output-data-prefix", str(folder / "raw"), "--resolver",
+            "flytekit.core.python_auto_container.default_task_resolver", "--", "task-module",
+            "tests.propeller.warm_tasks", "task-name", task_name]
+    work = folder / "work"
+    work.mkdir()
+    return argv, str(work), str(folder / "log")
+
+
+def _exited(attempt) -> bool:
+    return attempt.poll() is not None
+
+
+def test_a_late_kill_of_a_finished_item_does_not_reach_the_sibling_its_worker_runs_now(tmp_path):
+    pool = WarmPool(tmp_path / "logs", worker_idle_seconds=1.0)
+    try:
+        argv, cwd, log = _item_request(tmp_path, "a", "nap", {"seconds": 0.0})
+        first = pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, group="siblings")
+        asyncio.run(h.wait_for(lambda: _exited(first)))
+        assert first.returncode == 0 and not first.reused
+        argv, cwd, log = _item_request(tmp_path, "b", "nap", {"seconds": 1.5})
+        second = pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, group="siblings")
+        assert second.reused and second.pid == first.pid
+        assert first.kill(signal.SIGTERM) is True  # nothing to kill any more: no signal sent
+        # Even a kill naming the pid (sent before the first item's exit was heard) must not reach the second.
+        first.zygote.send({"op": "kill", "pid": first.pid, "id": first.request_id, "sig": int(signal.SIGTERM)})
+        asyncio.run(h.wait_for(lambda: _exited(second)))
+        assert second.returncode == 0
+        assert (tmp_path / "b" / "out" / "outputs.pb").exists()
+        # An idle worker is retired: its process ends on its own.
+        asyncio.run(h.wait_for(lambda: _gone(first.pid), timeout=15))
+    finally:
+        pool.close()
+
+
+def test_a_kill_reaches_the_item_a_worker_runs(tmp_path):
+    pool = WarmPool(tmp_path / "logs")
+    try:
+        argv, cwd, log = _item_request(tmp_path, "a", "nap", {"seconds": 0.0})
+        first = pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, group="siblings")
+        asyncio.run(h.wait_for(lambda: _exited(first)))
+        argv, cwd, log = _item_request(tmp_path, "b", "nap", {"seconds": 30.0})
+        second = pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, group="siblings")
+        assert second.reused
+        assert second.kill(signal.SIGTERM) is True
+        asyncio.run(h.wait_for(lambda: _exited(second)))
+        assert second.returncode == -signal.SIGTERM
+        assert not (tmp_path / "b" / "out" / "outputs.pb").exists()
+    finally:
+        pool.close()

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
 import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
-from flytekit import current_context, task, workflow
+from flytekit import current_context, map_task, task, workflow
 from flytekit.interfaces import random as flyte_random
 
 
@@ -98,3 +101,62 @@ def probe_hashseed() -> int:
 @workflow
 def probe_hashseed_wf() -> int:
     return probe_hashseed()
+
+
+# -- map items, which warm workers run one after another in the same process ----------------------------
+SEEN_BY_THIS_IMPORT: list[int] = []  # module state: every item must find it empty (a fresh import)
+
+
+@task
+def map_probe(x: int) -> dict[str, str]:
+    SEEN_BY_THIS_IMPORT.append(x)
+    left_before = os.environ.get("SET_BY_AN_ITEM", "")
+    os.environ["SET_BY_AN_ITEM"] = str(x)
+    cwd_was_clean = not Path("left_by_an_item").exists()
+    Path("left_by_an_item").write_text(str(x))
+    print(f"item {x} on stdout")
+    print(f"item {x} on stderr", file=sys.stderr)
+    if x == 3:
+        raise ValueError("item 3 fails")
+    return {
+        "x": str(x),
+        "index": os.environ.get("FLYTE_K8S_ARRAY_INDEX", ""),
+        "seen": ",".join(map(str, SEEN_BY_THIS_IMPORT)),
+        "env_left_before": left_before,
+        "cwd_was_clean": str(cwd_was_clean),
+        "cwd_is_work_dir": str("/work/" in os.getcwd()),
+        "tempdir": tempfile.gettempdir(),
+        "session_leader": str(os.getsid(0) == os.getpid()),
+        "pid": str(os.getpid()),
+        "random": str(random.random()),
+    }
+
+
+@workflow
+def map_probe_wf(xs: list[int]) -> list[dict[str, str] | None]:
+    # Two at a time: later items find a worker that ran an earlier one waiting.
+    return map_task(map_probe, concurrency=2, min_success_ratio=0.5)(x=xs)
+
+
+@task
+def lingering(x: int, marker_dir: str) -> int:
+    """Item 0 leaves a thread and an atexit hook behind: its process must end as a process would (not be reused)."""
+    if x == 0:
+        def later() -> None:
+            time.sleep(0.3)
+            (Path(marker_dir) / "thread-finished").write_text(str(os.getpid()))
+
+        threading.Thread(target=later).start()
+        atexit.register(lambda: (Path(marker_dir) / "atexit-ran").write_text(str(os.getpid())))
+    return os.getpid()
+
+
+@workflow
+def lingering_wf(xs: list[int], marker_dir: str) -> list[int]:
+    return map_task(functools.partial(lingering, marker_dir=marker_dir), concurrency=1)(x=xs)
+
+
+@task
+def nap(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds

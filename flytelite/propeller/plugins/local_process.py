@@ -245,31 +245,30 @@ class LocalProcessPlugin(Plugin):
     def abort(self, tctx: TaskExecutionContext) -> None:
         st = tctx.state
         target = None
+        with self._lock:
+            proc = self._children.get(st.get("marker"))
+            prepared_here = st.get("marker") in self._prepared
         if st.get("status") == "running":
             target = (st["pid"], st.get("start_time"))
         elif st.get("status") == "launching":
             # A process may exist that the persisted state does not know of yet (see _launch).
-            with self._lock:
-                proc = self._children.get(st["marker"])
-                prepared_here = st["marker"] in self._prepared
             if proc is not None:
                 target = (proc.pid, processes.start_time(proc.pid))
             elif not prepared_here:
                 target = processes.find_by_marker(st["marker"])
         if target is not None:
             pid, started = target
-            if self._kill(st["marker"], pid, started, signal.SIGTERM) and self._loop is not None:
+            if self._kill(proc, pid, started, signal.SIGTERM) and self._loop is not None:
                 self._loop.call_soon_threadsafe(
-                    self._loop.call_later, KILL_GRACE_SECONDS, self._kill, st["marker"], pid, started, signal.SIGKILL)
+                    self._loop.call_later, KILL_GRACE_SECONDS, self._kill, proc, pid, started, signal.SIGKILL)
         if st.get("status") in ("launching", "running"):
             st["status"] = "aborted"
         with self._lock:
             self._prepared.discard(st.get("marker"))
 
-    def _kill(self, marker: str, pid: int, started: int | None, sig: int) -> bool:
-        with self._lock:
-            proc = self._children.get(marker)
-        # A warm attempt's zygote holds it unreaped until it exits: its kill cannot hit a recycled pid.
+    def _kill(self, proc, pid: int, started: int | None, sig: int) -> bool:
+        # A warm attempt's zygote holds it unreaped until it exits: its kill cannot hit a recycled pid, nor a
+        # sibling map item that the attempt's worker runs once this attempt ended (its pid stays alive).
         if isinstance(proc, WarmAttempt) and proc.kill(sig):
             return True
         return processes.kill_group(pid, started, sig)

@@ -6,6 +6,8 @@ starts, no usable zygote yet); then nothing was started. Once a request is sent 
 WarmAttempt (Popen-like: pid, poll(), plus on_exit and kill) or raises OSError, never both, so an
 attempt is never started twice. A zygote that dies is started again on the next launch; attempts it
 had forked keep running and are adopted like any process the server did not start (pid + start time).
+The items of one map task may run one after another in a worker (see zygote.py and child.py): their
+WarmAttempt's pid is the worker's, and its exit is the item's end, reported while the worker lives on.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ RUNTIME_PACKAGES_ENV = "_F_RUNTIME_PACKAGES"
 # would not see them, so an attempt that sets them differently runs cold.
 _STARTUP_ENV_PREFIXES = ("PYTHON", "LD_", "FLYTE_SDK_RICH_TRACEBACKS")
 _PER_CHILD_ENV = frozenset({"PYTHONPATH", "PYTHONUNBUFFERED"})
+# Arguments of a map item's command that are the item's own (the rest is the same for all its siblings).
+_PER_ITEM_FLAGS = frozenset({"--dest-dir", "--output-prefix", "--raw-output-data-prefix", "--checkpoint-path",
+                             "--prev-checkpoint"})
+# A worker (a process running sibling map items one after another) with no item for this long ends.
+WORKER_IDLE_SECONDS = 5.0
 # A zygote that failed to start is not tried again for this long.
 RETRY_BROKEN_SECONDS = 60.0
 # The zygote answers a fork request at once; no answer in this time means it is wedged.
@@ -51,6 +58,19 @@ def pyflyte_command(argv: list[str]) -> list[str] | None:
         return None
     inner = cmd[cmd.index("--") + 1:]
     return cmd if inner and inner[0] in EXECUTE_COMMANDS else None
+
+
+def map_item_group(command: list[str]) -> str | None:
+    """What the items of one map task share (their command without the item's own paths), or None for a
+    command that is not a map item. Items of one group may run one after another in the same worker."""
+    inner = command[command.index("--") + 1:] if command[0] == "pyflyte-fast-execute" else command
+    if inner[0] != "pyflyte-map-execute":
+        return None
+    shared = list(command)
+    for i, arg in enumerate(shared[:-1]):
+        if arg in _PER_ITEM_FLAGS:
+            shared[i + 1] = ""
+    return json.dumps(shared)
 
 
 def starts_alike(env: dict[str, str], zygote_env: dict[str, str]) -> bool:
@@ -78,8 +98,10 @@ def find_by_pid_file(work_dir: str) -> tuple[int, int] | None:
 class WarmAttempt:
     """A forked attempt: what the plugin needs of a Popen, with exit news from the zygote."""
 
-    def __init__(self, zygote: Zygote, pid: int, start_time: int | None):
-        self.zygote, self.pid, self.start_time = zygote, pid, start_time
+    def __init__(self, zygote: Zygote, request_id: int, pid: int, start_time: int | None, reused: bool = False):
+        self.zygote, self.request_id, self.pid, self.start_time = zygote, request_id, pid, start_time
+        # Run by a worker that ran a sibling map item before (the pid is that worker's).
+        self.reused = reused
         self.returncode: int | None = None
         # True when the zygote died first: the exit code will never come; watch the process like an adopted one.
         self.orphaned = False
@@ -98,10 +120,14 @@ class WarmAttempt:
         callback()
 
     def kill(self, sig: int) -> bool:
-        """Signal the attempt's process group through the zygote; False if the zygote cannot (use pid + start time)."""
-        if self.returncode is not None or self.orphaned:
+        """Signal the attempt's process group through the zygote; False if the zygote cannot (use pid + start time).
+
+        True without a signal once the attempt ended: its pid may be a worker running a sibling item by now."""
+        if self.returncode is not None:
+            return True
+        if self.orphaned:
             return False
-        return self.zygote.send({"op": "kill", "pid": self.pid, "sig": int(sig)})
+        return self.zygote.send({"op": "kill", "pid": self.pid, "id": self.request_id, "sig": int(sig)})
 
     def _ended(self, returncode: int | None) -> None:
         with self._lock:
@@ -120,7 +146,7 @@ class WarmAttempt:
 class Zygote:
     """One zygote process and the reader thread that turns its messages into attempt news."""
 
-    def __init__(self, interpreter: str, log_path: Path):
+    def __init__(self, interpreter: str, log_path: Path, worker_idle_seconds: float = WORKER_IDLE_SECONDS):
         self.interpreter = interpreter
         self.env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.ready = threading.Event()
@@ -137,8 +163,8 @@ class Zygote:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab", buffering=0) as out:
             self.proc = subprocess.Popen(
-                [interpreter, ZYGOTE_SCRIPT, str(theirs.fileno())], env=self.env, stdin=subprocess.DEVNULL,
-                stdout=out, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),), start_new_session=True,
+                [interpreter, ZYGOTE_SCRIPT, str(theirs.fileno()), str(worker_idle_seconds)], env=self.env,
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),), start_new_session=True,
                 cwd=str(log_path.parent),
             )
         theirs.close()
@@ -160,7 +186,8 @@ class Zygote:
         except OSError:
             return True
 
-    def run(self, command: list[str], env: dict[str, str], cwd: str, log_path: str) -> WarmAttempt:
+    def run(self, command: list[str], env: dict[str, str], cwd: str, log_path: str,
+            group: str | None = None) -> WarmAttempt:
         scratch = scratch_dir(cwd)
         os.makedirs(scratch, exist_ok=True)
         future: Future = Future()
@@ -170,7 +197,7 @@ class Zygote:
             self._pending[request_id] = future
         request = {"op": "run", "id": request_id, "argv": command, "env": env, "cwd": cwd, "log": log_path,
                    "tmp": os.path.join(scratch, "tmp"), "pid_file": os.path.join(scratch, "pid"),
-                   "bin_dir": os.path.dirname(self.interpreter)}
+                   "bin_dir": os.path.dirname(self.interpreter), "group": group}
         if not self.send(request):
             raise OSError(f"the zygote for {self.interpreter} is gone")
         try:
@@ -223,7 +250,7 @@ class Zygote:
             if attempt is not None:
                 attempt._ended(msg["code"])
         elif ev == "started":
-            attempt = WarmAttempt(self, msg["pid"], msg.get("start_time"))
+            attempt = WarmAttempt(self, msg["id"], msg["pid"], msg.get("start_time"), msg.get("reused", False))
             with self._lock:
                 self._attempts[attempt.pid] = attempt
                 future = self._pending.pop(msg["id"], None)
@@ -262,21 +289,27 @@ class Zygote:
 class WarmPool:
     """Zygotes by interpreter, started on first use (or by prestart) and again after they die."""
 
-    def __init__(self, logs_dir: Path, ready_seconds: float = 60.0):
+    def __init__(self, logs_dir: Path, ready_seconds: float = 60.0, worker_idle_seconds: float = WORKER_IDLE_SECONDS):
         self.logs_dir = logs_dir
         self.ready_seconds = ready_seconds
+        self.worker_idle_seconds = worker_idle_seconds
         self._zygotes: dict[str, Zygote] = {}
         self._broken: dict[str, float] = {}
         self._lock = threading.Lock()
         self._closed = False
-        # Attempts forked so far (all zygotes, all time): what tests and benchmarks look at.
+        # Attempts started warm so far (all zygotes, all time), and how many of them ran in a worker that
+        # ran a sibling map item before: what tests and benchmarks look at.
         self.forks = 0
+        self.reused = 0
 
     def prestart(self, interpreter: str) -> None:
         self._zygote(interpreter)
 
-    def launch(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str) -> WarmAttempt | None:
-        """Fork the attempt from its interpreter's zygote; None when it must run cold (nothing started)."""
+    def launch(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str,
+               group: str | None = None) -> WarmAttempt | None:
+        """Fork the attempt from its interpreter's zygote; None when it must run cold (nothing started).
+
+        Attempts of one group (by default: the items of one map task) may run one after another in a worker."""
         command = pyflyte_command(argv)
         if command is None or env.get(RUNTIME_PACKAGES_ENV):
             return None
@@ -295,9 +328,10 @@ class WarmPool:
             return None
         if not zygote.accepts(env):
             return None
-        attempt = zygote.run(command, env, cwd, log_path)
+        attempt = zygote.run(command, env, cwd, log_path, group or map_item_group(command))
         with self._lock:
             self.forks += 1
+            self.reused += attempt.reused
         return attempt
 
     def zygote_pid(self, interpreter: str) -> int | None:
@@ -325,7 +359,8 @@ class WarmPool:
                 log.warning("the zygote for %s exited (code %s); starting a new one", interpreter,
                             zygote.proc.returncode)
             try:
-                zygote = Zygote(interpreter, self.logs_dir / "zygotes" / f"{_safe(interpreter)}.log")
+                zygote = Zygote(interpreter, self.logs_dir / "zygotes" / f"{_safe(interpreter)}.log",
+                                self.worker_idle_seconds)
             except OSError as e:
                 log.warning("could not start a zygote for %s (%s): its tasks run cold", interpreter, e)
                 self._broken[interpreter] = time.monotonic() + RETRY_BROKEN_SECONDS

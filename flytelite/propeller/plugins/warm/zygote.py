@@ -1,63 +1,75 @@
-"""The zygote: a pre-imported, thread-free Python process that forks one child per task attempt.
+"""The zygote: a pre-imported, thread-free Python process that forks the processes task attempts run in.
 
-Run as a script by a task environment's interpreter (`python zygote.py <fd>`), so it needs only the
-standard library and flytekit, never flytelite. It imports `flytekit.bin.entrypoint` once; each
-child then does what `pyflyte-fast-execute … -- pyflyte-execute …` does in a fresh process, minus
-the interpreter start and the imports. The zygote must never start threads, open gRPC channels,
-do flytekit I/O or import user code: all of that would be shared by (or broken in) every child.
+Run as a script by a task environment's interpreter (`python zygote.py <fd> <worker idle seconds>`), so it needs only the
+standard library and flytekit, never flytelite. It imports `flytekit.bin.entrypoint` once and forks one
+child per attempt (child.py says what a child does). Map items of one map task (requests with the same
+"group") are served by workers: a child that ran an item and ended it cleanly waits for the next
+sibling; a worker idle for the given seconds is retired. The zygote must never start threads, open
+gRPC channels, do flytekit I/O or import user code: all of that would be shared by (or broken in)
+every child.
 
 Protocol: JSON lines over the inherited unix socket <fd>.
-  server -> zygote: {"op": "run", "id", "argv", "env", "cwd", "log", "tmp", "pid_file", "bin_dir"}
-                    {"op": "kill", "pid", "sig"}
-  zygote -> server: {"ev": "ready", ...}, {"ev": "started", "id", "pid"}, {"ev": "failed", "id", "error"},
+  server -> zygote: {"op": "run", "id", "argv", "env", "cwd", "log", "tmp", "pid_file", "bin_dir", "group"}
+                    {"op": "kill", "pid", "id", "sig"}
+  zygote -> server: {"ev": "ready", ...}, {"ev": "started", "id", "pid", "start_time", "reused"},
+                    {"ev": "failed", "id", "error"},
                     {"ev": "exit", "pid", "code"} (code < 0: killed by that signal, as subprocess reports)
+A worker's item that ends cleanly is reported as an exit with code 0 while its process lives on.
 The zygote exits when the server's end of the socket closes; running children keep running (a
-restarted server adopts them by the pid it persisted or by their pid file).
+restarted server adopts them by the pid it persisted or by their pid file); workers then end after
+their item.
 """
 
 from __future__ import annotations
 
 import gc
+import importlib.util
 import json
 import os
 import selectors
 import signal
 import socket
 import sys
-import tarfile
-import tempfile
-import threading
-import traceback
+import time
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 # The script's own folder is not a place user code or flytekit is imported from.
-if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+if sys.path and os.path.abspath(sys.path[0]) == HERE:
     del sys.path[0]
 
 # Imported once here so that children do not each import them (what a pyflyte-execute run needs).
 import flytekit.core.python_auto_container  # noqa: E402,F401  (after the sys.path fix above)
-import flytekit.interfaces.random  # noqa: E402
-import flytekit.loggers  # noqa: E402
-from flytekit.bin import entrypoint  # noqa: E402
 
 
-def _base_sys_path() -> list[str]:
-    """sys.path without the entries PYTHONPATH put there (each child puts its own attempt's)."""
-    from_env = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    path = list(sys.path)
-    for entry in from_env:
-        if entry in path:
-            path.remove(entry)
-    return path
+def _load_child():
+    """child.py, under a name no user module has (its folder is not on sys.path)."""
+    spec = importlib.util.spec_from_file_location("_flytelite_warm_child", os.path.join(HERE, "child.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
-BASE_SYS_PATH = _base_sys_path()
+child = _load_child()
+
+
+class Worker:
+    """A child serving one group's items: its control socket and the item it runs (None when idle)."""
+
+    def __init__(self, pid: int, sock: socket.socket, group: str, item: int, started: int | None):
+        self.pid, self.sock, self.group, self.item, self.start_time = pid, sock, group, item, started
+        self.idle_since = 0.0
+        self.buffer = b""
 
 
 class Zygote:
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, worker_idle_seconds: float):
         self.sock = sock
+        self.worker_idle_seconds = worker_idle_seconds
         self.buffer = b""
-        self.children: set[int] = set()
+        # Unreaped children: pid -> the request id running in it (None: an idle or retired worker).
+        self.running: dict[int, int | None] = {}
+        self.workers: dict[int, Worker] = {}
         self.selector = selectors.DefaultSelector()
         # SIGCHLD wakes the select loop through a self-pipe; children are reaped there, not in the handler.
         self.wake_r, self.wake_w = os.pipe()
@@ -77,15 +89,19 @@ class Zygote:
         self.send({"ev": "ready", "pid": os.getpid(), "flytekit": flytekit.__version__,
                    "flytekit_file": flytekit.__file__, "python": sys.version, "threads": _native_threads()})
         while True:
-            for key, _ in self.selector.select():
+            for key, _ in self.selector.select(self.idle_timeout()):
                 if key.data == "sigchld":
                     try:
                         os.read(self.wake_r, 4096)
                     except BlockingIOError:
                         pass
                     self.reap()
-                elif not self.read_requests():
-                    return
+                elif key.data == "control":
+                    if not self.read_requests():
+                        return
+                else:
+                    self.read_worker(key.data)
+            self.retire_idle()
 
     def read_requests(self) -> bool:
         data = self.sock.recv(1 << 20)
@@ -97,22 +113,54 @@ class Zygote:
             request = json.loads(line)
             if request["op"] == "run":
                 self.run(request)
-            elif request["op"] == "kill" and request["pid"] in self.children:
-                # Only an unreaped child: its pid (and group id) cannot have been given to another process.
-                kill_group(request["pid"], request["sig"])
+            elif request["op"] == "kill" and request["pid"] in self.running:
+                # Only an unreaped child (its pid cannot have been given to another process), and only while
+                # it still runs that attempt (a worker may have gone on to a sibling item).
+                if self.running[request["pid"]] == request.get("id"):
+                    kill_group(request["pid"], request["sig"])
         return True
 
     def run(self, request: dict) -> None:
+        group = request.get("group")
+        worker = self.idle_worker(group) if group else None
+        if worker is not None:
+            self.hand_over(worker, request)
+        else:
+            self.fork(request, group)
+
+    def idle_worker(self, group: str) -> Worker | None:
+        for worker in self.workers.values():
+            if worker.group == group and worker.item is None and worker.sock is not None:
+                return worker
+        return None
+
+    def hand_over(self, worker: Worker, request: dict) -> None:
+        try:
+            child.write_pid_file(request["pid_file"], worker.pid, worker.start_time)
+            worker.sock.sendall(json.dumps(request).encode() + b"\n")
+        except OSError:
+            self.retire(worker)  # it is ending: the item gets a process of its own
+            self.fork(request, worker.group)
+            return
+        worker.item = self.running[worker.pid] = request["id"]
+        self.send({"ev": "started", "id": request["id"], "pid": worker.pid, "start_time": worker.start_time,
+                   "reused": True})
+
+    def fork(self, request: dict, group: str | None) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         # The child closes its end once it leads its own session: only then is the attempt reported
         # started, so a kill of its process group right after cannot miss it.
         session_r, session_w = os.pipe()
+        ours, theirs = socket.socketpair() if group else (None, None)
         try:
             pid = os.fork()
         except OSError as e:
-            os.close(session_r)
-            os.close(session_w)
+            for fd in (session_r, session_w):
+                os.close(fd)
+            for end in (ours, theirs):
+                if end is not None:
+                    end.close()
             self.send({"ev": "failed", "id": request["id"], "error": f"fork failed: {e}"})
             return
         if pid == 0:
@@ -120,41 +168,89 @@ class Zygote:
             try:
                 os.close(session_r)
                 self.become_child()
-                code = run_attempt(request, session_w)
+                if group:
+                    ours.close()
+                    code = child.serve_items(request, session_w, theirs)
+                else:
+                    code = child.run_attempt(request, session_w)
             finally:
                 os._exit(code)
         os.close(session_w)
         os.read(session_r, 1)  # EOF once the child called setsid (or died)
         os.close(session_r)
-        self.children.add(pid)
+        self.running[pid] = request["id"]
         # Read while the child cannot have been reaped yet (it is ours until reap() runs). The pid file is
         # written before the server hears of the pid: a server that crashes now finds the child by it.
-        started = start_time(pid)
+        started = child.start_time(pid)
+        if group:
+            theirs.close()
+            self.workers[pid] = Worker(pid, ours, group, request["id"], started)
+            self.selector.register(ours, selectors.EVENT_READ, self.workers[pid])
         try:
-            _write_pid_file(request["pid_file"], pid, started)
+            child.write_pid_file(request["pid_file"], pid, started)
         except OSError as e:
             print(f"zygote: could not write {request['pid_file']}: {e}", file=sys.stderr)
-        self.send({"ev": "started", "id": request["id"], "pid": pid, "start_time": started})
+        self.send({"ev": "started", "id": request["id"], "pid": pid, "start_time": started, "reused": False})
 
     def become_child(self) -> None:
-        """Drop what is the zygote's own: the control socket, the SIGCHLD plumbing."""
+        """Drop what is the zygote's own: the control socket, the workers' sockets, the SIGCHLD plumbing."""
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         self.selector.close()
         self.sock.close()
+        for worker in self.workers.values():
+            if worker.sock is not None:
+                worker.sock.close()
         os.close(self.wake_r)
         os.close(self.wake_w)
 
+    def read_worker(self, worker: Worker) -> None:
+        try:
+            data = worker.sock.recv(1 << 16)
+        except OSError:
+            data = b""
+        if not data:
+            self.retire(worker)  # it is ending; its exit (and its item's, if any) comes with reap()
+            return
+        worker.buffer += data
+        while b"\n" in worker.buffer:
+            line, worker.buffer = worker.buffer.split(b"\n", 1)
+            if json.loads(line).get("done") == worker.item:
+                worker.item = self.running[worker.pid] = None
+                worker.idle_since = time.monotonic()
+                self.send({"ev": "exit", "pid": worker.pid, "code": 0})
+
+    def idle_timeout(self) -> float | None:
+        idle = [w.idle_since for w in self.workers.values() if w.item is None and w.sock is not None]
+        return max(0.0, min(idle) + self.worker_idle_seconds - time.monotonic()) if idle else None
+
+    def retire_idle(self) -> None:
+        now = time.monotonic()
+        for worker in list(self.workers.values()):
+            if worker.item is None and worker.sock is not None and now - worker.idle_since >= self.worker_idle_seconds:
+                self.retire(worker)
+
+    def retire(self, worker: Worker) -> None:
+        """Close its socket: an idle worker exits at once, a busy one after its item."""
+        if worker.sock is not None:
+            self.selector.unregister(worker.sock)
+            worker.sock.close()
+            worker.sock = None
+
     def reap(self) -> None:
-        while self.children:
+        while self.running:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
                 return
-            self.children.discard(pid)
-            self.send({"ev": "exit", "pid": pid, "code": os.waitstatus_to_exitcode(status)})
+            item = self.running.pop(pid, None)
+            worker = self.workers.pop(pid, None)
+            if worker is not None:
+                self.retire(worker)
+            if item is not None:
+                self.send({"ev": "exit", "pid": pid, "code": os.waitstatus_to_exitcode(status)})
 
 
 def kill_group(pid: int, sig: int) -> None:
@@ -177,175 +273,6 @@ def _native_threads() -> int:
         return 1
 
 
-# -- in the child ------------------------------------------------------------------------------
-def run_attempt(request: dict, session_fd: int) -> int:
-    """Become the attempt's process (as the cold path starts it) and run the pyflyte command; the exit code."""
-    os.setsid()  # a kill of the group reaches the task's own subprocesses; the server finds it as a leader
-    os.close(session_fd)
-    # Also written here, in case the zygote is killed before it writes it.
-    _write_pid_file(request["pid_file"], os.getpid(), start_time(os.getpid()))
-    _redirect_output(request["log"])
-    os.environ.clear()
-    os.environ.update(request["env"])
-    os.chdir(request["cwd"])
-    os.makedirs(request["tmp"], exist_ok=True)
-    tempfile.tempdir = request["tmp"]
-    _reseed()
-    _reset_loggers()
-    argv = list(request["argv"])
-    first_path = request["cwd"]
-    # As the cold process sees it: `python -m flytekit.bin.entrypoint pyflyte-execute …`.
-    sys.argv = [entrypoint.__file__, *argv]
-    try:
-        _push_file_access()
-        if argv[0] == "pyflyte-fast-execute":
-            argv = _fast_execute(argv[1:])
-            # The inner pyflyte-execute is a console script in the interpreter's bin folder.
-            first_path = request["bin_dir"]
-            sys.argv = [os.path.join(request["bin_dir"], argv[0]), *argv[1:]]
-        _set_sys_path(first_path)
-        entrypoint._pass_through.main(args=argv, prog_name="pyflyte", standalone_mode=True)
-        code = 0
-    except SystemExit as e:
-        code = _exit_code(e)
-    except BaseException:  # noqa: BLE001 - report it as the interpreter would, then exit 1
-        sys.excepthook(*sys.exc_info())
-        code = 1
-    return _finish(code)
-
-
-def start_time(pid: int) -> int | None:
-    """Start time in clock ticks since boot (with the pid, what identifies a process across pid reuse)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    return int(stat[stat.rindex(")") + 2:].split()[19])
-
-
-def _write_pid_file(path: str, pid: int, started: int | None) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(f"{pid} {started}\n")
-    os.replace(tmp, path)
-
-
-def _redirect_output(log_path: str) -> None:
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-    os.close(null)
-
-
-def _reseed() -> None:
-    """Every child would otherwise draw the zygote's random numbers (and flytekit's 'random' names)."""
-    import random
-
-    flytekit.interfaces.random.random.seed()
-    random.seed()
-    numpy_random = sys.modules.get("numpy.random")
-    if numpy_random is not None:
-        numpy_random.seed()
-
-
-def _reset_loggers() -> None:
-    """flytekit configures its loggers from the environment at import: configure them from the attempt's."""
-    import logging
-
-    for name in ("user_space", "developer"):
-        logging.getLogger(name).handlers.clear()
-    flytekit.loggers.initialize_global_loggers()
-
-
-def _fast_execute(args: list[str]) -> list[str]:
-    """What `pyflyte-fast-execute` does before it starts the inner command; returns the inner command."""
-    # flytekit's own click command parses the arguments (without running it, which would start a process).
-    params = entrypoint.fast_execute_task_cmd.make_context("pyflyte-fast-execute", list(args)).params
-    distribution, dest_dir = params["additional_distribution"], params["dest_dir"]
-    args = list(params["task_execute_cmd"])
-    if distribution is not None:
-        dest_dir = dest_dir or os.getcwd()
-        _download_distribution(distribution, dest_dir)
-    inner: list[str] = []
-    for arg in args:
-        if arg == "--resolver":
-            inner += ["--dynamic-addl-distro", distribution, "--dynamic-dest-dir", dest_dir]
-        inner.append(arg)
-    if dest_dir is not None:
-        resolved = os.path.realpath(os.path.expanduser(dest_dir))
-        current = os.environ.get("PYTHONPATH")
-        os.environ["PYTHONPATH"] = f"{current}{os.pathsep}{resolved}" if current else resolved
-    return inner
-
-
-def _download_distribution(distribution: str, dest_dir: str) -> None:
-    from flytekit.core.context_manager import FlyteContextManager
-    from flytekit.tools.fast_registration import download_distribution
-
-    name = os.path.basename(distribution)
-    if not name.endswith(".tar.gz"):
-        download_distribution(distribution, dest_dir)  # not a tarball: flytekit's own handling and errors
-        return
-    if not os.path.isdir(dest_dir):
-        raise ValueError("Destination path is required to download distribution and it should be a directory")
-    local = os.path.join(dest_dir, name)
-    FlyteContextManager.current_context().file_access.get_data(distribution, os.path.join(dest_dir, ""))
-    with tarfile.open(local, "r:gz") as archive:
-        archive.extractall(dest_dir, filter="data")
-
-
-def _set_sys_path(first: str) -> None:
-    """sys.path as a fresh interpreter for this attempt would have it: first entry, PYTHONPATH, the rest."""
-    from_env = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    sys.path[:] = [first, *from_env, *BASE_SYS_PATH]
-    import importlib
-
-    importlib.invalidate_caches()
-
-
-def _push_file_access() -> None:
-    """A FileAccessProvider built from the attempt's environment, sandboxed in its temp dir."""
-    from flytekit.configuration import DataConfig
-    from flytekit.core.context_manager import FlyteContextManager
-    from flytekit.core.data_persistence import FileAccessProvider
-
-    root = tempfile.mkdtemp(prefix="flyte-")
-    provider = FileAccessProvider(local_sandbox_dir=os.path.join(root, "sandbox"),
-                                  raw_output_prefix=os.path.join(root, "raw"), data_config=DataConfig.auto())
-    ctx = FlyteContextManager.current_context().new_builder().with_file_access(provider).build()
-    FlyteContextManager.push_context(ctx)
-
-
-def _exit_code(e: SystemExit) -> int:
-    if e.code is None:
-        return 0
-    if isinstance(e.code, int):
-        return e.code & 0xFF
-    print(e.code, file=sys.stderr)
-    return 1
-
-
-def _finish(code: int) -> int:
-    """What interpreter shutdown does that matters: wait for threads, run atexit hooks, flush."""
-    try:
-        threading._shutdown()  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001
-        traceback.print_exc()
-    import atexit
-
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:  # noqa: BLE001
-            pass
-    return code
-
-
 def _warm_caches() -> None:
     """Pure computation every task load repeats: flytekit parses each task's docstring with regexes
     that docstring_parser compiles on first use. Compiled once here, every child finds them cached."""
@@ -356,7 +283,7 @@ def _warm_caches() -> None:
 
 def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
-    zygote = Zygote(sock)
+    zygote = Zygote(sock, float(sys.argv[2]))
     _warm_caches()
     # What children inherit from the zygote should not be scanned or copied by each child's collector.
     gc.collect()

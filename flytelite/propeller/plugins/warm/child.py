@@ -1,0 +1,320 @@
+"""What runs in a process forked from the zygote: one task attempt, or a map task's items one after another.
+
+Loaded by zygote.py (standard library and flytekit only, never flytelite) before it forks anything.
+An attempt does what `pyflyte-fast-execute … -- pyflyte-execute …` does in a fresh process, minus the
+interpreter start and the imports.
+
+Map items (`pyflyte-map-execute`) of one map task share a *worker*: a forked child that runs an item,
+cleans up and waits for the next sibling item instead of exiting. Each item gets what a fresh process
+would give it: its own environment, working directory, temp folder, log file, random seed, flytekit
+context and a fresh import of the task's code (the modules it imported from outside the interpreter's
+installation are removed after it). A worker is reused only when an item ended as a clean process
+would (exit code 0, no thread or atexit hook left behind); otherwise the worker ends there as the
+attempt's process, exactly like a one-attempt child.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import socket
+import sys
+import tarfile
+import tempfile
+import threading
+import traceback
+import weakref
+
+import flytekit
+import flytekit.interfaces.random
+import flytekit.loggers
+from flytekit.bin import entrypoint
+
+INSTALLATION = tuple({os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+# A LiteralMap proto this big is worth remembering (map items each read the whole list of inputs).
+MEMO_MIN_BYTES = 4096
+
+
+def _base_sys_path() -> list[str]:
+    """sys.path without the entries PYTHONPATH put there (each attempt puts its own)."""
+    from_env = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    path = list(sys.path)
+    for entry in from_env:
+        if entry in path:
+            path.remove(entry)
+    return path
+
+
+BASE_SYS_PATH = _base_sys_path()
+
+
+# -- one attempt --------------------------------------------------------------------------------
+def run_attempt(request: dict, session_fd: int) -> int:
+    """Become the attempt's process (as the cold path starts it) and run the pyflyte command; the exit code."""
+    _become_attempt_process(request, session_fd)
+    return _finish(run_command(request))
+
+
+def _become_attempt_process(request: dict, session_fd: int) -> None:
+    os.setsid()  # a kill of the group reaches the task's own subprocesses; the server finds it as a leader
+    os.close(session_fd)
+    # Also written here, in case the zygote is killed before it writes it.
+    write_pid_file(request["pid_file"], os.getpid(), start_time(os.getpid()))
+
+
+def run_command(request: dict) -> int:
+    """Set up what a fresh process for this attempt would have, run its pyflyte command; the exit code."""
+    _redirect_output(request["log"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.chdir(request["cwd"])
+    os.makedirs(request["tmp"], exist_ok=True)
+    tempfile.tempdir = request["tmp"]
+    _reseed()
+    _reset_loggers()
+    argv = list(request["argv"])
+    first_path = request["cwd"]
+    # As the cold process sees it: `python -m flytekit.bin.entrypoint pyflyte-execute …`.
+    sys.argv = [entrypoint.__file__, *argv]
+    try:
+        _push_file_access()
+        if argv[0] == "pyflyte-fast-execute":
+            argv = _fast_execute(argv[1:])
+            # The inner pyflyte-execute is a console script in the interpreter's bin folder.
+            first_path = request["bin_dir"]
+            sys.argv = [os.path.join(request["bin_dir"], argv[0]), *argv[1:]]
+        _set_sys_path(first_path)
+        entrypoint._pass_through.main(args=argv, prog_name="pyflyte", standalone_mode=True)
+        return 0
+    except SystemExit as e:
+        return _exit_code(e)
+    except BaseException:  # noqa: BLE001 - report it as the interpreter would, then exit 1
+        sys.excepthook(*sys.exc_info())
+        return 1
+
+
+# -- a worker for map items --------------------------------------------------------------------
+def serve_items(request: dict, session_fd: int, sock: socket.socket) -> int:
+    """Run `request`, then each sibling item the zygote sends, while items end cleanly; the exit code."""
+    _become_attempt_process(request, session_fd)
+    _remember_large_input_maps()
+    # Started once, before the baseline, so that an item that starts nothing of its own leaves the process as
+    # it found it: flytekit's sync-over-async runner (a daemon thread, an atexit hook) and weakref.finalize's
+    # atexit hook (registered with the first finalizer, e.g. of a TemporaryDirectory).
+    from flytekit.utils.asyn import loop_manager
+
+    loop_manager.run_sync(_nothing)
+    weakref.finalize(_nothing, _nothing)
+    baseline = _Baseline()
+    reader = sock.makefile("rb")
+    while True:
+        code = run_command(request)
+        _flush()
+        if code != 0 or not baseline.unchanged():
+            return _finish(code)  # ends as the attempt's process would: the zygote reports its exit
+        baseline.restore()
+        try:
+            sock.sendall(json.dumps({"done": request["id"]}).encode() + b"\n")
+            line = reader.readline()
+        except OSError:
+            line = b""
+        if not line:
+            return _finish(0)  # retired by the zygote, or the zygote is gone
+        request = json.loads(line)
+
+
+async def _nothing() -> None:
+    return None
+
+
+class _Baseline:
+    """What a worker looks like between items; an item that leaves it otherwise ends the worker."""
+
+    def __init__(self) -> None:
+        self.threads = threading.active_count()
+        self.atexit_hooks = atexit._ncallbacks()
+        from flytekit.core.context_manager import FlyteContextManager
+
+        self.contexts = FlyteContextManager.size()
+        self.modules = set(sys.modules)
+
+    def unchanged(self) -> bool:
+        return threading.active_count() == self.threads and atexit._ncallbacks() == self.atexit_hooks
+
+    def own_code(self, name: str) -> bool:
+        """Whether a module imported by the item is the task's code, imported afresh by the next item. Installed
+        packages and new submodules of packages the zygote imported stay imported, as in the zygote itself."""
+        if name.partition(".")[0] in self.modules:
+            return False
+        module = sys.modules.get(name)
+        file = getattr(module, "__file__", None)
+        places = [file] if file else list(getattr(module, "__path__", None) or [])
+        return any(not os.path.realpath(p).startswith(INSTALLATION) for p in places)
+
+    def restore(self) -> None:
+        """Undo what the item set up: its flytekit contexts, its own modules, its folder and its log."""
+        from flytekit.core.context_manager import FlyteContextManager
+
+        while FlyteContextManager.size() > self.contexts:
+            FlyteContextManager.pop_context()
+        for name in set(sys.modules) - self.modules:
+            if self.own_code(name):
+                del sys.modules[name]
+        sys.path_importer_cache.clear()
+        os.chdir("/")
+        _redirect_output(os.devnull)
+
+
+def _remember_large_input_maps() -> None:
+    """Each map item parses the whole input list into flytekit's models, then takes its own item: the same
+    file for every sibling. The last large map parsed is kept and given again for an identical proto."""
+    from flytekit.models import literals
+
+    parse = literals.LiteralMap.from_flyte_idl.__func__
+    last: list = []
+
+    def from_flyte_idl(cls, pb2_object):
+        if cls is literals.LiteralMap and last and last[0] == pb2_object:
+            return last[1]
+        model = parse(cls, pb2_object)
+        if cls is literals.LiteralMap and pb2_object.ByteSize() >= MEMO_MIN_BYTES:
+            last[:] = [pb2_object, model]
+        return model
+
+    literals.LiteralMap.from_flyte_idl = classmethod(from_flyte_idl)
+
+
+# -- helpers --------------------------------------------------------------------------------------
+def start_time(pid: int) -> int | None:
+    """Start time in clock ticks since boot (with the pid, what identifies a process across pid reuse)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2:].split()[19])
+
+
+def write_pid_file(path: str, pid: int, started: int | None) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(f"{pid} {started}\n")
+    os.replace(tmp, path)
+
+
+def _redirect_output(log_path: str) -> None:
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    os.close(null)
+
+
+def _reseed() -> None:
+    """Every child would otherwise draw the zygote's random numbers (and flytekit's 'random' names)."""
+    import random
+
+    flytekit.interfaces.random.random.seed()
+    random.seed()
+    numpy_random = sys.modules.get("numpy.random")
+    if numpy_random is not None:
+        numpy_random.seed()
+
+
+def _reset_loggers() -> None:
+    """flytekit configures its loggers from the environment at import: configure them from the attempt's."""
+    import logging
+
+    for name in ("user_space", "developer"):
+        logging.getLogger(name).handlers.clear()
+    flytekit.loggers.initialize_global_loggers()
+
+
+def _fast_execute(args: list[str]) -> list[str]:
+    """What `pyflyte-fast-execute` does before it starts the inner command; returns the inner command."""
+    # flytekit's own click command parses the arguments (without running it, which would start a process).
+    params = entrypoint.fast_execute_task_cmd.make_context("pyflyte-fast-execute", list(args)).params
+    distribution, dest_dir = params["additional_distribution"], params["dest_dir"]
+    args = list(params["task_execute_cmd"])
+    if distribution is not None:
+        dest_dir = dest_dir or os.getcwd()
+        _download_distribution(distribution, dest_dir)
+    inner: list[str] = []
+    for arg in args:
+        if arg == "--resolver":
+            inner += ["--dynamic-addl-distro", distribution, "--dynamic-dest-dir", dest_dir]
+        inner.append(arg)
+    if dest_dir is not None:
+        resolved = os.path.realpath(os.path.expanduser(dest_dir))
+        current = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = f"{current}{os.pathsep}{resolved}" if current else resolved
+    return inner
+
+
+def _download_distribution(distribution: str, dest_dir: str) -> None:
+    from flytekit.core.context_manager import FlyteContextManager
+    from flytekit.tools.fast_registration import download_distribution
+
+    name = os.path.basename(distribution)
+    if not name.endswith(".tar.gz"):
+        download_distribution(distribution, dest_dir)  # not a tarball: flytekit's own handling and errors
+        return
+    if not os.path.isdir(dest_dir):
+        raise ValueError("Destination path is required to download distribution and it should be a directory")
+    local = os.path.join(dest_dir, name)
+    FlyteContextManager.current_context().file_access.get_data(distribution, os.path.join(dest_dir, ""))
+    with tarfile.open(local, "r:gz") as archive:
+        archive.extractall(dest_dir, filter="data")
+
+
+def _set_sys_path(first: str) -> None:
+    """sys.path as a fresh interpreter for this attempt would have it: first entry, PYTHONPATH, the rest."""
+    from_env = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    sys.path[:] = [first, *from_env, *BASE_SYS_PATH]
+    import importlib
+
+    importlib.invalidate_caches()
+
+
+def _push_file_access() -> None:
+    """A FileAccessProvider built from the attempt's environment, sandboxed in its temp dir."""
+    from flytekit.configuration import DataConfig
+    from flytekit.core.context_manager import FlyteContextManager
+    from flytekit.core.data_persistence import FileAccessProvider
+
+    root = tempfile.mkdtemp(prefix="flyte-")
+    provider = FileAccessProvider(local_sandbox_dir=os.path.join(root, "sandbox"),
+                                  raw_output_prefix=os.path.join(root, "raw"), data_config=DataConfig.auto())
+    ctx = FlyteContextManager.current_context().new_builder().with_file_access(provider).build()
+    FlyteContextManager.push_context(ctx)
+
+
+def _exit_code(e: SystemExit) -> int:
+    if e.code is None:
+        return 0
+    if isinstance(e.code, int):
+        return e.code & 0xFF
+    print(e.code, file=sys.stderr)
+    return 1
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _finish(code: int) -> int:
+    """What interpreter shutdown does that matters: wait for threads, run atexit hooks, flush."""
+    try:
+        threading._shutdown()  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+    atexit._run_exitfuncs()
+    _flush()
+    return code
