@@ -304,7 +304,8 @@ def test_a_fork_interrupted_by_a_crash_is_found_by_its_pid_file_not_started_twic
 
 
 # -- map items: one worker runs sibling items one after another ----------------------------------------
-ITEM_FACTS = ("x", "index", "seen", "env_left_before", "cwd_was_clean", "cwd_is_work_dir", "session_leader")
+ITEM_FACTS = ("x", "index", "seen", "env_left_before", "cwd_was_clean", "root_handlers", "warning_filters",
+              "cwd_is_work_dir", "session_leader")
 
 
 def _item(lit: literals_pb2.Literal) -> dict[str, str] | None:

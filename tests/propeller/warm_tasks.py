@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import logging
 import os
 import random
 import subprocess
@@ -11,6 +12,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from pathlib import Path
 
 from flytekit import current_context, map_task, task, workflow
@@ -114,6 +116,9 @@ def map_probe(x: int) -> dict[str, str]:
     os.environ["SET_BY_AN_ITEM"] = str(x)
     cwd_was_clean = not Path("left_by_an_item").exists()
     Path("left_by_an_item").write_text(str(x))
+    root_handlers, warning_filters = len(logging.root.handlers), len(warnings.filters)
+    logging.root.addHandler(logging.NullHandler())
+    warnings.filterwarnings("ignore", message=f"item {x}")
     print(f"item {x} on stdout")
     print(f"item {x} on stderr", file=sys.stderr)
     if x == 3:
@@ -124,6 +129,8 @@ def map_probe(x: int) -> dict[str, str]:
         "seen": ",".join(map(str, SEEN_BY_THIS_IMPORT)),
         "env_left_before": left_before,
         "cwd_was_clean": str(cwd_was_clean),
+        "root_handlers": str(root_handlers),
+        "warning_filters": str(warning_filters),
         "cwd_is_work_dir": str("/work/" in os.getcwd()),
         "tempdir": tempfile.gettempdir(),
         "session_leader": str(os.getsid(0) == os.getpid()),

@@ -7,8 +7,9 @@ interpreter start and the imports.
 Map items (`pyflyte-map-execute`) of one map task share a *worker*: a forked child that runs an item,
 cleans up and waits for the next sibling item instead of exiting. Each item gets what a fresh process
 would give it: its own environment, working directory, temp folder, log file, random seed, flytekit
-context and a fresh import of the task's code (the modules it imported from outside the interpreter's
-installation are removed after it). A worker is reused only when an item ended as a clean process
+context, root logger and warnings filters, and a fresh import of the task's code (the modules it
+imported from outside the interpreter's installation are removed after it; installed packages stay
+imported, as the zygote's own imports do). A worker is reused only when an item ended as a clean process
 would (exit code 0, no thread or atexit hook left behind); otherwise the worker ends there as the
 attempt's process, exactly like a one-attempt child.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import logging
 import os
 import socket
 import sys
@@ -24,6 +26,7 @@ import tarfile
 import tempfile
 import threading
 import traceback
+import warnings
 import weakref
 
 import flytekit
@@ -138,6 +141,9 @@ class _Baseline:
 
         self.contexts = FlyteContextManager.size()
         self.modules = set(sys.modules)
+        # Process-wide settings a task's module commonly makes at import (logging.basicConfig, warnings filters).
+        self.root_logging = logging.root.level, list(logging.root.handlers)
+        self.warning_filters = list(warnings.filters)
 
     def unchanged(self) -> bool:
         return threading.active_count() == self.threads and atexit._ncallbacks() == self.atexit_hooks
@@ -162,6 +168,10 @@ class _Baseline:
             if self.own_code(name):
                 del sys.modules[name]
         sys.path_importer_cache.clear()
+        logging.root.setLevel(self.root_logging[0])
+        logging.root.handlers[:] = self.root_logging[1]
+        warnings.filters[:] = self.warning_filters
+        warnings._filters_mutated()  # type: ignore[attr-defined]
         os.chdir("/")
         _redirect_output(os.devnull)
 
@@ -226,8 +236,6 @@ def _reseed() -> None:
 
 def _reset_loggers() -> None:
     """flytekit configures its loggers from the environment at import: configure them from the attempt's."""
-    import logging
-
     for name in ("user_space", "developer"):
         logging.getLogger(name).handlers.clear()
     flytekit.loggers.initialize_global_loggers()
