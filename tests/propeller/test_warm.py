@@ -420,3 +420,35 @@ def test_a_kill_reaches_the_item_a_worker_runs(tmp_path):
         assert not (tmp_path / "b" / "out" / "outputs.pb").exists()
     finally:
         pool.close()
+
+
+def test_an_item_running_in_a_reused_worker_outlives_the_engine_and_a_new_engine_adopts_it(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    ctx = h.make_context(tmp_path)
+    key = h.create_execution(ctx, h.compile_entity(wt.sleepy_items_wf), {"xs": [0, 1, 2], "marker_dir": str(marks)},
+                             "adoptitem")
+
+    def ran() -> list[tuple[int, int]]:
+        return [tuple(map(int, line.split())) for line in markers(marks, "ran")]
+
+    async def first_life():
+        engine = Engine(ctx, h.RecordingSink())
+        await engine.start()
+        engine.notify(key)
+        try:
+            await h.wait_for(lambda: len(ran()) == 2)
+            return engine.plugins.get("python-task").warm
+        finally:
+            await engine.stop()
+
+    warm = asyncio.run(first_life())
+    ctx.db.dispose()
+    (_, first_pid), (_, worker) = ran()
+    assert worker == first_pid and warm.reused == 1, "item 1 must run in the worker that ran item 0"
+    assert processes.start_time(worker) is not None, "the worker must finish its item without its engine"
+    ctx, sink, status = _second_life(tmp_path, key)
+    assert status.phase == WorkflowPhase.SUCCESS, status.error
+    assert h.outputs(ctx, key) == {"o0": [0, 10, 20]}
+    assert [x for x, _ in ran()] == [0, 1, 2], "no item runs twice"
+    assert _gone(worker), "the worker ends after its item once its zygote is gone"

@@ -167,3 +167,18 @@ def lingering_wf(xs: list[int], marker_dir: str) -> list[int]:
 def nap(seconds: float) -> float:
     time.sleep(seconds)
     return seconds
+
+
+@task
+def sleepy_item(x: int, marker_dir: str) -> int:
+    """Item 1 records its pid, then sleeps (long enough for its server to stop and another to start)."""
+    with open(Path(marker_dir) / "ran", "a") as f:
+        f.write(f"{x} {os.getpid()}\n")
+    if x == 1:
+        time.sleep(2.0)
+    return x * 10
+
+
+@workflow
+def sleepy_items_wf(xs: list[int], marker_dir: str) -> list[int]:
+    return map_task(functools.partial(sleepy_item, marker_dir=marker_dir), concurrency=1)(x=xs)
