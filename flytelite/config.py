@@ -29,12 +29,17 @@ class EngineConfig:
     warm_workers: bool = True
     # Seconds a first attempt waits for its interpreter's zygote to import flytekit before running cold.
     warm_start_seconds: float = 60.0
+    # How many task attempts run warm at once (0: as many as the executions' parallelism lets run); when
+    # all are taken, an attempt that would run warm waits in QUEUED for one to end.
+    warm_pool_size: int = 0
     # FOR BENCHMARKS ONLY (benchmarks/, `make bench`): "noop" replaces every task plugin with one that
     # runs nothing and answers each attempt at once with zero values (propeller/plugins/noop.py), to
     # measure flytelite's own cost. Empty (the default) runs tasks for real. Never set it in a deployment.
     plugin_override: str = ""
 
     def __post_init__(self) -> None:
+        if self.warm_pool_size < 0:
+            raise ValueError(f"engine.warm_pool_size must be 0 (no limit) or more, not {self.warm_pool_size}")
         if self.plugin_override not in PLUGIN_OVERRIDES:
             raise ValueError(f"engine.plugin_override must be one of {', '.join(map(repr, PLUGIN_OVERRIDES))}, "
                              f"not {self.plugin_override!r}")

@@ -15,6 +15,7 @@ import sys
 import pytest
 from flyteidl.core import literals_pb2
 
+from flytelite.config import Config, EngineConfig
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.phases import WorkflowPhase
 from flytelite.propeller.plugins import processes
@@ -452,3 +453,53 @@ def test_an_item_running_in_a_reused_worker_outlives_the_engine_and_a_new_engine
     assert h.outputs(ctx, key) == {"o0": [0, 10, 20]}
     assert [x for x, _ in ran()] == [0, 1, 2], "no item runs twice"
     assert _gone(worker), "the worker ends after its item once its zygote is gone"
+
+
+def _spans(marks) -> list[tuple[float, float]]:
+    return sorted(tuple(map(float, line.split())) for line in markers(marks, "spans"))
+
+
+def _one_at_a_time(spans: list[tuple[float, float]]) -> bool:
+    return all(end <= next_start for (_, end), (next_start, _) in zip(spans, spans[1:], strict=False))
+
+
+def test_warm_pool_size_is_read_from_the_config_and_cannot_be_negative(tmp_path):
+    path = tmp_path / "flytelite.yaml"
+    path.write_text("engine:\n  warm_pool_size: 3\n")
+    assert Config.load(path).engine.warm_pool_size == 3
+    assert Config().engine.warm_pool_size == 0  # no limit by default
+    with pytest.raises(ValueError, match="warm_pool_size must be 0 \\(no limit\\) or more, not -1"):
+        EngineConfig(warm_pool_size=-1)
+
+
+def test_with_a_pool_of_one_warm_attempts_wait_for_the_slot_in_queued(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    ctx, key, sink, status, _ = run_workflow(tmp_path / "tasks", wt.two_timed_wf, {"marker_dir": str(marks)},
+                                             "pool1", warm_pool_size=1)
+    assert status.phase == WorkflowPhase.SUCCESS, status.error
+    assert h.outputs(ctx, key) == {"o0": 1, "o1": 2}
+    assert len(_spans(marks)) == 2 and _one_at_a_time(_spans(marks)), _spans(marks)
+    reasons = [e.reason for node in ("n0", "n1") for e in sink.task_events(node)]
+    assert any("waiting for a warm worker: all 1 (engine.warm_pool_size) run tasks" in r for r in reasons), reasons
+
+    # A map task's items share the slot too (one worker runs them one after another).
+    (marks / "spans").unlink()
+    ctx, key, sink, status, _ = run_workflow(tmp_path / "map", wt.timed_items_wf,
+                                             {"xs": [0, 1, 2], "marker_dir": str(marks)}, "pool1map",
+                                             warm_pool_size=1)
+    assert status.phase == WorkflowPhase.SUCCESS, status.error
+    assert h.outputs(ctx, key) == {"o0": [0, 1, 2]}
+    assert len(_spans(marks)) == 3 and _one_at_a_time(_spans(marks)), _spans(marks)
+
+
+def test_an_item_whose_import_registers_a_type_transformer_ends_its_worker(tmp_path):
+    """Importing the module again in the same process would fail ('already registered'): no reuse."""
+    from tests.propeller import warm_registering as wr
+
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    summary, forks, ctx = _run(tmp_path, True, wr.thirds_wf, {"xs": [1, 2, 3], "pids_dir": str(pids)}, "thirds")
+    assert summary["phase"] == WorkflowPhase.SUCCESS, summary
+    assert summary["outputs"]["o0"] == ["1/3", "2/3", "1"]
+    assert len(set(markers(pids, "pids"))) == 3, "each item in a process of its own"

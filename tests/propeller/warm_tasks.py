@@ -15,7 +15,7 @@ import time
 import warnings
 from pathlib import Path
 
-from flytekit import current_context, map_task, task, workflow
+from flytekit import LaunchPlan, current_context, map_task, task, workflow
 from flytekit.interfaces import random as flyte_random
 
 
@@ -145,6 +145,11 @@ def map_probe_wf(xs: list[int]) -> list[dict[str, str] | None]:
     return map_task(map_probe, concurrency=2, min_success_ratio=0.5)(x=xs)
 
 
+# A named launch plan made at import (flytekit keeps them in a process-wide cache): each item's fresh import
+# of this module makes it again, which must not collide with the one an earlier item's import made.
+map_probe_nightly = LaunchPlan.get_or_create(map_probe_wf, name="map_probe_nightly", default_inputs={"xs": [1]})
+
+
 @task
 def lingering(x: int, marker_dir: str) -> int:
     """Item 0 leaves a thread and an atexit hook behind: its process must end as a process would (not be reused)."""
@@ -182,3 +187,23 @@ def sleepy_item(x: int, marker_dir: str) -> int:
 @workflow
 def sleepy_items_wf(xs: list[int], marker_dir: str) -> list[int]:
     return map_task(functools.partial(sleepy_item, marker_dir=marker_dir), concurrency=1)(x=xs)
+
+
+@task
+def timed_item(x: int, marker_dir: str) -> int:
+    """Records when it ran: with one warm slot, items must not overlap."""
+    started = time.time()
+    time.sleep(0.3)
+    with open(Path(marker_dir) / "spans", "a") as f:
+        f.write(f"{started} {time.time()}\n")
+    return x
+
+
+@workflow
+def timed_items_wf(xs: list[int], marker_dir: str) -> list[int]:
+    return map_task(functools.partial(timed_item, marker_dir=marker_dir))(x=xs)
+
+
+@workflow
+def two_timed_wf(marker_dir: str) -> tuple[int, int]:
+    return timed_item(x=1, marker_dir=marker_dir), timed_item(x=2, marker_dir=marker_dir)

@@ -30,7 +30,13 @@ from flytelite.context import Context
 from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
 from flytelite.propeller.plugins.template import TemplateError, TemplateParams, render
-from flytelite.propeller.plugins.warm.pool import WarmAttempt, WarmPool, find_by_pid_file, scratch_dir
+from flytelite.propeller.plugins.warm.pool import (
+    PoolFull,
+    WarmAttempt,
+    WarmPool,
+    find_by_pid_file,
+    scratch_dir,
+)
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +69,8 @@ class LocalProcessPlugin(Plugin):
         self._children: dict[str, subprocess.Popen | WarmAttempt] = {}
         engine = ctx.config.engine
         # Attempts forked from a zygote when they can be (see plugins/warm); the others run cold.
-        self.warm = WarmPool(ctx.config.logs_dir, engine.warm_start_seconds) if engine.warm_workers else None
+        self.warm = (WarmPool(ctx.config.logs_dir, engine.warm_start_seconds, size=engine.warm_pool_size)
+                     if engine.warm_workers else None)
         self._cleaner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="work-dir-cleanup")
 
     def setup(self, loop) -> None:
@@ -142,7 +149,10 @@ class LocalProcessPlugin(Plugin):
         argv = _ensure_dest_dir(argv, work_dir)
         Path(st["log_path"]).parent.mkdir(parents=True, exist_ok=True)
         try:
-            proc = self._spawn(argv, env, str(work_dir), st["log_path"])
+            proc = self._spawn(argv, env, str(work_dir), st["log_path"], on_room=lambda: tctx.wake(None))
+        except PoolFull as e:
+            # A new phase version: the wait is reported once (TaskExecutionEvent QUEUED with this reason).
+            return PluginPhaseInfo(PluginPhase.QUEUED, version=1, reason=str(e), poll_after=POLL_SECONDS)
         except OSError as e:
             return PluginPhaseInfo.failure(
                 "ProcessStartFailed", f"could not start {argv[0]!r} for task {tctx.task.id.name}: {e}",
@@ -152,9 +162,9 @@ class LocalProcessPlugin(Plugin):
             self._prepared.discard(marker)
         return self._started(tctx, proc.pid, _start_time(proc), proc)
 
-    def _spawn(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str):
+    def _spawn(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str, on_room=None):
         if self.warm is not None:
-            proc = self.warm.launch(argv, env, cwd, log_path)
+            proc = self.warm.launch(argv, env, cwd, log_path, on_room=on_room)
             if proc is not None:
                 return proc
         return processes.spawn(argv, env, cwd, log_path)

@@ -9,9 +9,10 @@ cleans up and waits for the next sibling item instead of exiting. Each item gets
 would give it: its own environment, working directory, temp folder, log file, random seed, flytekit
 context, root logger and warnings filters, and a fresh import of the task's code (the modules it
 imported from outside the interpreter's installation are removed after it; installed packages stay
-imported, as the zygote's own imports do). A worker is reused only when an item ended as a clean process
-would (exit code 0, no thread or atexit hook left behind); otherwise the worker ends there as the
-attempt's process, exactly like a one-attempt child.
+imported, as the zygote's own imports do; flytekit's registries of launch plans and entities are put
+back as they were). A worker is reused only when an item ended as a clean process would (exit code 0,
+no thread or atexit hook left behind, flytekit's type registries untouched); otherwise the worker ends
+there as the attempt's process, exactly like a one-attempt child, and the next item gets a new one.
 """
 
 from __future__ import annotations
@@ -144,9 +145,13 @@ class _Baseline:
         # Process-wide settings a task's module commonly makes at import (logging.basicConfig, warnings filters).
         self.root_logging = logging.root.level, list(logging.root.handlers)
         self.warning_filters = list(warnings.filters)
+        restored, watched = _registries()
+        self.restored = {(owner, name): _copy_structure(getattr(owner, name)) for owner, name in restored}
+        self.watched = {(owner, name): _copy_structure(getattr(owner, name)) for owner, name in watched}
 
     def unchanged(self) -> bool:
-        return threading.active_count() == self.threads and atexit._ncallbacks() == self.atexit_hooks
+        return (threading.active_count() == self.threads and atexit._ncallbacks() == self.atexit_hooks
+                and all(getattr(owner, name) == saved for (owner, name), saved in self.watched.items()))
 
     def own_code(self, name: str) -> bool:
         """Whether a module imported by the item is the task's code, imported afresh by the next item. Installed
@@ -172,8 +177,47 @@ class _Baseline:
         logging.root.handlers[:] = self.root_logging[1]
         warnings.filters[:] = self.warning_filters
         warnings._filters_mutated()  # type: ignore[attr-defined]
+        for (owner, name), saved in self.restored.items():
+            setattr(owner, name, _copy_structure(saved))
         os.chdir("/")
         _redirect_output(os.devnull)
+
+
+def _registries() -> tuple[list[tuple[type, str]], list[tuple[type, str]]]:
+    """flytekit's process-wide registries, (restored, watched). Importing a task's module fills them; in a
+    fresh process they start as the worker's baseline has them. Restored after each item: the registries
+    of the module's own entities (launch plans by name, tracked entities), which the next item's import
+    of the same module fills again. Watched: type transformers, dataframe encoders and task plugins, also
+    filled by flytekit itself on first use and not filled again by a later import; an item that changed
+    them ends its worker (the next item gets a fresh process)."""
+    from flytekit.core.context_manager import FlyteEntities
+    from flytekit.core.launch_plan import LaunchPlan
+    from flytekit.core.task import TaskPlugins
+    from flytekit.core.type_engine import TypeEngine
+
+    restored = [(LaunchPlan, "CACHE"), (FlyteEntities, "entities")]
+    watched = [(TypeEngine, "_REGISTRY"), (TypeEngine, "_RESTRICTED_TYPES"),
+               (TaskPlugins, "_PYTHONFUNCTION_TASK_PLUGINS")]
+    try:
+        from flytekit.types.structured.structured_dataset import StructuredDatasetTransformerEngine as Engine
+
+        watched += [(Engine, n) for n in ("ENCODERS", "DECODERS", "DEFAULT_PROTOCOLS", "DEFAULT_FORMATS", "Renderers")]
+    except ImportError:
+        pass
+
+    def present(pairs):
+        return [(owner, name) for owner, name in pairs if isinstance(getattr(owner, name, None), (dict, list))]
+
+    return present(restored), present(watched)
+
+
+def _copy_structure(value):
+    """Dicts and lists copied all the way down (the registries nest them), everything else shared."""
+    if isinstance(value, dict):
+        return {k: _copy_structure(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_structure(v) for v in value]
+    return value
 
 
 def _remember_large_input_maps() -> None:

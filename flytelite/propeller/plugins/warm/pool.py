@@ -95,6 +95,10 @@ def find_by_pid_file(work_dir: str) -> tuple[int, int] | None:
     return (pid, started) if processes.is_alive(pid, started) else None
 
 
+class PoolFull(Exception):
+    """Every warm slot (engine.warm_pool_size) is taken: nothing was started; the attempt is called back."""
+
+
 class WarmAttempt:
     """A forked attempt: what the plugin needs of a Popen, with exit news from the zygote."""
 
@@ -164,8 +168,8 @@ class Zygote:
         with open(log_path, "ab", buffering=0) as out:
             self.proc = subprocess.Popen(
                 [interpreter, ZYGOTE_SCRIPT, str(theirs.fileno()), str(worker_idle_seconds)], env=self.env,
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),), start_new_session=True,
-                cwd=str(log_path.parent),
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),),
+                start_new_session=True, cwd=str(log_path.parent),
             )
         theirs.close()
         self._reader = threading.Thread(target=self._read, name=f"zygote-{self.proc.pid}", daemon=True)
@@ -289,10 +293,15 @@ class Zygote:
 class WarmPool:
     """Zygotes by interpreter, started on first use (or by prestart) and again after they die."""
 
-    def __init__(self, logs_dir: Path, ready_seconds: float = 60.0, worker_idle_seconds: float = WORKER_IDLE_SECONDS):
+    def __init__(self, logs_dir: Path, ready_seconds: float = 60.0, worker_idle_seconds: float = WORKER_IDLE_SECONDS,
+                 size: int = 0):
         self.logs_dir = logs_dir
         self.ready_seconds = ready_seconds
         self.worker_idle_seconds = worker_idle_seconds
+        # At most this many attempts run warm at once (0: no limit); those that find no slot wait for one.
+        self.size = size
+        self._running = 0
+        self._waiting: list[Callable[[], None]] = []
         self._zygotes: dict[str, Zygote] = {}
         self._broken: dict[str, float] = {}
         self._lock = threading.Lock()
@@ -305,11 +314,12 @@ class WarmPool:
     def prestart(self, interpreter: str) -> None:
         self._zygote(interpreter)
 
-    def launch(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str,
-               group: str | None = None) -> WarmAttempt | None:
+    def launch(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str, group: str | None = None,
+               on_room: Callable[[], None] | None = None) -> WarmAttempt | None:
         """Fork the attempt from its interpreter's zygote; None when it must run cold (nothing started).
 
-        Attempts of one group (by default: the items of one map task) may run one after another in a worker."""
+        Attempts of one group (by default: the items of one map task) may run one after another in a worker.
+        Raises PoolFull (nothing started) when all `size` slots are taken; `on_room` is called once one frees."""
         command = pyflyte_command(argv)
         if command is None or env.get(RUNTIME_PACKAGES_ENV):
             return None
@@ -328,11 +338,30 @@ class WarmPool:
             return None
         if not zygote.accepts(env):
             return None
-        attempt = zygote.run(command, env, cwd, log_path, group or map_item_group(command))
+        with self._lock:
+            if self.size and self._running >= self.size:
+                if on_room is not None:
+                    self._waiting.append(on_room)
+                raise PoolFull(f"waiting for a warm worker: all {self.size} (engine.warm_pool_size) run tasks")
+            self._running += 1
+        try:
+            attempt = zygote.run(command, env, cwd, log_path, group or map_item_group(command))
+        except BaseException:
+            self._release()
+            raise
+        attempt.on_exit(self._release)
         with self._lock:
             self.forks += 1
             self.reused += attempt.reused
         return attempt
+
+    def _release(self) -> None:
+        """A slot is free: everyone waiting tries again (one of them gets it, the others wait anew)."""
+        with self._lock:
+            self._running -= 1
+            waiting, self._waiting = self._waiting, []
+        for on_room in waiting:
+            on_room()
 
     def zygote_pid(self, interpreter: str) -> int | None:
         with self._lock:

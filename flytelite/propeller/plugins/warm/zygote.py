@@ -1,12 +1,12 @@
 """The zygote: a pre-imported, thread-free Python process that forks the processes task attempts run in.
 
-Run as a script by a task environment's interpreter (`python zygote.py <fd> <worker idle seconds>`), so it needs only the
-standard library and flytekit, never flytelite. It imports `flytekit.bin.entrypoint` once and forks one
-child per attempt (child.py says what a child does). Map items of one map task (requests with the same
-"group") are served by workers: a child that ran an item and ended it cleanly waits for the next
-sibling; a worker idle for the given seconds is retired. The zygote must never start threads, open
-gRPC channels, do flytekit I/O or import user code: all of that would be shared by (or broken in)
-every child.
+Run as a script by a task environment's interpreter (`python zygote.py <fd> <worker idle seconds>`),
+so it needs only the standard library and flytekit, never flytelite. It imports
+`flytekit.bin.entrypoint` once and forks one child per attempt (child.py says what a child does).
+Map items of one map task (requests with the same "group") are served by workers: a child that ran
+an item and ended it cleanly waits for the next sibling; a worker idle for the given seconds is
+retired. The zygote must never start threads, open gRPC channels, do flytekit I/O or import user
+code: all of that would be shared by (or broken in) every child.
 
 Protocol: JSON lines over the inherited unix socket <fd>.
   server -> zygote: {"op": "run", "id", "argv", "env", "cwd", "log", "tmp", "pid_file", "bin_dir", "group"}
