@@ -164,7 +164,8 @@ class _Baseline:
         return any(not os.path.realpath(p).startswith(INSTALLATION) for p in places)
 
     def restore(self) -> None:
-        """Undo what the item set up: its flytekit contexts, its own modules, its folder and its log."""
+        """Undo what the item set up: flytekit contexts, its own modules, process-wide settings and registries
+        (see __init__), its folder and its log."""
         from flytekit.core.context_manager import FlyteContextManager
 
         while FlyteContextManager.size() > self.contexts:
