@@ -54,10 +54,10 @@ child = _load_child()
 
 
 class Worker:
-    """A child serving one group's items: its control socket and the item it runs (None when idle)."""
+    """A child serving one group's items over its control socket (None once retired)."""
 
-    def __init__(self, pid: int, sock: socket.socket, group: str, item: int, started: int | None):
-        self.pid, self.sock, self.group, self.item, self.start_time = pid, sock, group, item, started
+    def __init__(self, pid: int, sock: socket.socket, group: str, started: int | None):
+        self.pid, self.sock, self.group, self.start_time = pid, sock, group, started
         self.idle_since = 0.0
         self.buffer = b""
 
@@ -130,7 +130,7 @@ class Zygote:
 
     def idle_worker(self, group: str) -> Worker | None:
         for worker in self.workers.values():
-            if worker.group == group and worker.item is None and worker.sock is not None:
+            if worker.group == group and self.idle(worker):
                 return worker
         return None
 
@@ -142,7 +142,7 @@ class Zygote:
             self.retire(worker)  # it is ending: the item gets a process of its own
             self.fork(request, worker.group)
             return
-        worker.item = self.running[worker.pid] = request["id"]
+        self.running[worker.pid] = request["id"]
         self.send({"ev": "started", "id": request["id"], "pid": worker.pid, "start_time": worker.start_time,
                    "reused": True})
 
@@ -184,7 +184,7 @@ class Zygote:
         started = child.start_time(pid)
         if group:
             theirs.close()
-            self.workers[pid] = Worker(pid, ours, group, request["id"], started)
+            self.workers[pid] = Worker(pid, ours, group, started)
             self.selector.register(ours, selectors.EVENT_READ, self.workers[pid])
         try:
             child.write_pid_file(request["pid_file"], pid, started)
@@ -215,19 +215,23 @@ class Zygote:
         worker.buffer += data
         while b"\n" in worker.buffer:
             line, worker.buffer = worker.buffer.split(b"\n", 1)
-            if json.loads(line).get("done") == worker.item:
-                worker.item = self.running[worker.pid] = None
+            if json.loads(line).get("done") == self.running.get(worker.pid):
+                self.running[worker.pid] = None
                 worker.idle_since = time.monotonic()
                 self.send({"ev": "exit", "pid": worker.pid, "code": 0})
 
+    def idle(self, worker: Worker) -> bool:
+        """Waiting for an item: not retired, and not running one."""
+        return worker.sock is not None and self.running.get(worker.pid) is None
+
     def idle_timeout(self) -> float | None:
-        idle = [w.idle_since for w in self.workers.values() if w.item is None and w.sock is not None]
+        idle = [w.idle_since for w in self.workers.values() if self.idle(w)]
         return max(0.0, min(idle) + self.worker_idle_seconds - time.monotonic()) if idle else None
 
     def retire_idle(self) -> None:
         now = time.monotonic()
         for worker in list(self.workers.values()):
-            if worker.item is None and worker.sock is not None and now - worker.idle_since >= self.worker_idle_seconds:
+            if self.idle(worker) and now - worker.idle_since >= self.worker_idle_seconds:
                 self.retire(worker)
 
     def retire(self, worker: Worker) -> None:
