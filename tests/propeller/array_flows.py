@@ -9,10 +9,8 @@ from flyteidl.core import compiler_pb2
 from flytekit import map_task, task, workflow
 
 from flytelite.compiler import compile_workflow
-from flytelite.propeller.engine import Engine
-from flytelite.propeller.nodes.registry import default_handlers
 from tests.propeller import harness as h
-from tests.propeller.inprocess import InProcessPlugin, registry
+from tests.propeller.inprocess import InProcessPlugin
 
 TaskPhase = {"UNDEFINED": 0, "QUEUED": 1, "RUNNING": 2, "SUCCEEDED": 3, "ABORTED": 4, "FAILED": 5}
 
@@ -92,22 +90,6 @@ def compile_in_process(entity):
 def functions_for(names: list[str], **by_prefix) -> dict:
     """In-process functions keyed by the map tasks' generated names (`map_<task>_<hash>-arraynode`)."""
     return {name: fn for name in names for prefix, fn in by_prefix.items() if name.startswith(f"map_{prefix}_")}
-
-
-def start_engine(ctx, plugin):
-    sink = h.RecordingSink()
-    plugins = registry(plugin)
-    return Engine(ctx, sink, plugins=plugins, handlers=default_handlers(plugins)), sink
-
-
-async def run_engine(ctx, plugin, key, timeout: float = 60.0):
-    engine, sink = start_engine(ctx, plugin)
-    await engine.start()
-    try:
-        status = await h.run_to_completion(engine, ctx, key, timeout)
-    finally:
-        await engine.stop()
-    return status, sink
 
 
 def item_resources(sink, node_id: str = "n0") -> dict[int, tuple[int, int]]:

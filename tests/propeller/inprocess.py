@@ -7,10 +7,14 @@ KEEP_RUNNING to keep the attempt running until the test lets it finish.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
+from flytelite.propeller.engine import Engine
+from flytelite.propeller.nodes.registry import default_handlers
 from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
 from flytelite.propeller.plugins.registry import PluginRegistry
+from tests.propeller import harness as h
 from tests.propeller.harness import literal_map, python_value
 
 KEEP_RUNNING = object()
@@ -82,3 +86,28 @@ def registry(plugin: InProcessPlugin, ctx=None) -> PluginRegistry:
 
         plugins.append(LocalProcessPlugin(ctx))
     return PluginRegistry(plugins)
+
+
+def engine_for(ctx, plugin: InProcessPlugin, sink=None) -> tuple[Engine, h.RecordingSink]:
+    """An engine whose tasks run in `plugin` (no other plugin), and the sink its events go to."""
+    sink = sink or h.RecordingSink()
+    plugins = registry(plugin)
+    return Engine(ctx, sink, plugins=plugins, handlers=default_handlers(plugins)), sink
+
+
+def run_engine(ctx, plugin: InProcessPlugin, key, *, during=None, timeout: float = 60.0):
+    """Run one execution to its end on a new engine (engine_for); `during(engine)` is awaited first, once
+    the execution is queued. Returns (status, sink)."""
+
+    async def go():
+        engine, sink = engine_for(ctx, plugin)
+        await engine.start()
+        try:
+            engine.notify(key)
+            if during is not None:
+                await during(engine)
+            return await h.run_to_completion(engine, ctx, key, timeout), sink
+        finally:
+            await engine.stop()
+
+    return asyncio.run(go())

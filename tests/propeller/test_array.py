@@ -14,14 +14,12 @@ from tests.propeller.array_flows import (
     compile_in_process,
     functions_for,
     item_resources,
-    run_engine,
     scaled,
     squares,
     squares_half_may_fail,
     squares_two_at_a_time,
-    start_engine,
 )
-from tests.propeller.inprocess import KEEP_RUNNING, InProcessPlugin, Recoverable
+from tests.propeller.inprocess import KEEP_RUNNING, InProcessPlugin, Recoverable, engine_for, run_engine
 
 
 def test_items_run_once_each_and_outputs_keep_item_order(tmp_path):
@@ -31,7 +29,7 @@ def test_items_run_once_each_and_outputs_keep_item_order(tmp_path):
     xs = [5, 3, 8, 1, 0, 7]
     key = h.create_execution(ctx, closure, {"xs": xs}, "squares")
 
-    status, sink = asyncio.run(run_engine(ctx, plugin, key))
+    status, sink = run_engine(ctx, plugin, key)
 
     assert status.phase == WorkflowPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": [x * x for x in xs]}
@@ -69,7 +67,7 @@ def test_partial_inputs_reach_every_item_whole(tmp_path):
     plugin = InProcessPlugin(functions_for(names, scale=fn))
     key = h.create_execution(ctx, closure, {"xs": [1, 2, 3], "factor": 10}, "scaled")
 
-    status, _ = asyncio.run(run_engine(ctx, plugin, key))
+    status, _ = run_engine(ctx, plugin, key)
 
     assert status.phase == WorkflowPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": [10, 20, 30]}
@@ -87,22 +85,15 @@ def test_concurrency_caps_items_running_at_once(tmp_path):
     plugin = InProcessPlugin(functions_for(names, square=slow))
     key = h.create_execution(ctx, closure, {"xs": list(range(6))}, "capped")
 
-    async def go():
-        engine, sink = start_engine(ctx, plugin)
-        await engine.start()
-        try:
+    async def meanwhile(engine):
+        await h.wait_for(lambda: len(plugin.running) == 2)
+        for _ in range(3):
             engine.notify(key)
-            await h.wait_for(lambda: len(plugin.running) == 2)
-            for _ in range(3):
-                engine.notify(key)
-                await asyncio.sleep(0.05)
-            assert plugin.max_running == 2
-            release["go"] = True
-            return await h.run_to_completion(engine, ctx, key)
-        finally:
-            await engine.stop()
+            await asyncio.sleep(0.05)
+        assert plugin.max_running == 2
+        release["go"] = True
 
-    status = asyncio.run(go())
+    status, _ = run_engine(ctx, plugin, key, during=meanwhile)
     assert status.phase == WorkflowPhase.SUCCESS
     assert plugin.max_running == 2
     assert h.outputs(ctx, key) == {"o0": [0, 1, 4, 9, 16, 25]}
@@ -119,21 +110,14 @@ def test_without_concurrency_items_share_the_executions_max_parallelism(tmp_path
     plugin = InProcessPlugin(functions_for(names, square=slow))
     key = h.create_execution(ctx, closure, {"xs": list(range(7))}, "shared", max_parallelism=3)
 
-    async def go():
-        engine, _ = start_engine(ctx, plugin)
-        await engine.start()
-        try:
+    async def meanwhile(engine):
+        await h.wait_for(lambda: len(plugin.running) == 3)
+        for _ in range(3):
             engine.notify(key)
-            await h.wait_for(lambda: len(plugin.running) == 3)
-            for _ in range(3):
-                engine.notify(key)
-                await asyncio.sleep(0.05)
-            release["go"] = True
-            return await h.run_to_completion(engine, ctx, key)
-        finally:
-            await engine.stop()
+            await asyncio.sleep(0.05)
+        release["go"] = True
 
-    status = asyncio.run(go())
+    status, _ = run_engine(ctx, plugin, key, during=meanwhile)
     assert status.phase == WorkflowPhase.SUCCESS
     assert plugin.max_running == 3
     assert h.outputs(ctx, key) == {"o0": list(range(7))}
@@ -151,7 +135,7 @@ def test_failed_items_give_none_when_min_success_ratio_allows(tmp_path):
     plugin = InProcessPlugin(functions_for(names, square=odd_fails))
     key = h.create_execution(ctx, closure, {"xs": [0, 1, 2, 3]}, "halfok")
 
-    status, sink = asyncio.run(run_engine(ctx, plugin, key))
+    status, sink = run_engine(ctx, plugin, key)
 
     assert status.phase == WorkflowPhase.SUCCESS
     out = ctx.blobs.read_proto(f"{ctx.blobs.execution_dir(*key)}/end-node/data/0/outputs.pb",
@@ -171,7 +155,7 @@ def test_too_many_failures_fail_the_node_with_the_items_errors(tmp_path):
     plugin = InProcessPlugin(functions_for(names, square=always_fails))
     key = h.create_execution(ctx, closure, {"xs": [1, 2, 3]}, "allfail")
 
-    status, sink = asyncio.run(run_engine(ctx, plugin, key))
+    status, sink = run_engine(ctx, plugin, key)
 
     assert status.phase == WorkflowPhase.FAILED
     err = h.workflow_error(sink)
@@ -199,7 +183,7 @@ def test_items_retry_within_their_own_budget(tmp_path):
     plugin = InProcessPlugin(functions_for(names, square=flaky))
     key = h.create_execution(ctx, closure, {"xs": [1, 2, 3]}, "retried")
 
-    status, sink = asyncio.run(run_engine(ctx, plugin, key))
+    status, sink = run_engine(ctx, plugin, key)
 
     assert status.phase == WorkflowPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": [1, 4, 9]}
@@ -215,19 +199,12 @@ def test_abort_stops_running_items(tmp_path):
     plugin = InProcessPlugin(functions_for(names, square=lambda i, a: KEEP_RUNNING))
     key = h.create_execution(ctx, closure, {"xs": list(range(5))}, "aborted")
 
-    async def go():
-        engine, sink = start_engine(ctx, plugin)
-        await engine.start()
-        try:
-            engine.notify(key)
-            await h.wait_for(lambda: len(plugin.running) == 2)
-            with ctx.db.session() as s:
-                s.get(FlyteWorkflow, key).abort_cause = "terminated by a test"
-            return await h.run_to_completion(engine, ctx, key), sink
-        finally:
-            await engine.stop()
+    async def meanwhile(engine):
+        await h.wait_for(lambda: len(plugin.running) == 2)
+        with ctx.db.session() as s:
+            s.get(FlyteWorkflow, key).abort_cause = "terminated by a test"
 
-    status, sink = asyncio.run(go())
+    status, sink = run_engine(ctx, plugin, key, during=meanwhile)
     assert status.phase == WorkflowPhase.ABORTED
     assert sorted(plugin.aborted) == ["n0-n0", "n0-n1"] and not plugin.running
     last = sink.task_events("n0")[-1]
@@ -251,7 +228,7 @@ def test_restart_resumes_without_rerunning_finished_items(tmp_path):
     key = h.create_execution(ctx, closure, {"xs": [0, 1, 2, 3, 4]}, "restarted")
 
     async def first_engine():
-        engine, _ = start_engine(ctx, plugin)
+        engine, _ = engine_for(ctx, plugin)
         await engine.start()
         try:
             engine.notify(key)
@@ -266,7 +243,7 @@ def test_restart_resumes_without_rerunning_finished_items(tmp_path):
     calls_before = list(plugin.calls)
 
     release["go"] = True
-    status, _ = asyncio.run(run_engine(ctx, plugin, key))
+    status, _ = run_engine(ctx, plugin, key)
 
     assert status.phase == WorkflowPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": [0, 10, 20, 30, 40]}
@@ -287,19 +264,12 @@ def test_node_fails_as_soon_as_success_is_out_of_reach(tmp_path):
     plugin = InProcessPlugin(functions_for(names, square=item0_fails_later))
     key = h.create_execution(ctx, closure, {"xs": [0, 1, 2, 3]}, "early")
 
-    async def go():
-        engine, sink = start_engine(ctx, plugin)
-        await engine.start()
-        try:
-            engine.notify(key)
-            await h.wait_for(lambda: len(plugin.running) == 2)
-            broken["item0"] = True
-            engine.notify(key)  # item 0 is looked at again, and fails
-            return await h.run_to_completion(engine, ctx, key), sink
-        finally:
-            await engine.stop()
+    async def meanwhile(engine):
+        await h.wait_for(lambda: len(plugin.running) == 2)
+        broken["item0"] = True
+        engine.notify(key)  # item 0 is looked at again, and fails
 
-    status, sink = asyncio.run(go())
+    status, sink = run_engine(ctx, plugin, key, during=meanwhile)
 
     assert status.phase == WorkflowPhase.FAILED
     # Item 1 was running and is stopped (item 0's failed attempt is cleaned up too); items 2 and 3 never start.

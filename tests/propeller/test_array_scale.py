@@ -3,7 +3,6 @@ state for many items, spaced-out progress events, success criteria."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -17,11 +16,10 @@ from tests.propeller.array_flows import (
     compile_in_process,
     functions_for,
     pair_sums,
-    run_engine,
     squares,
     squares_two_at_a_time,
 )
-from tests.propeller.inprocess import InProcessPlugin
+from tests.propeller.inprocess import InProcessPlugin, run_engine
 
 
 def test_state_stays_small_for_many_items(tmp_path):
@@ -31,7 +29,7 @@ def test_state_stays_small_for_many_items(tmp_path):
     n = 2000
     key = h.create_execution(ctx, closure, {"xs": list(range(n))}, "many")
 
-    status, sink = asyncio.run(run_engine(ctx, plugin, key))
+    status, sink = run_engine(ctx, plugin, key)
 
     assert status.phase == WorkflowPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": list(range(n))}
@@ -100,12 +98,12 @@ def test_items_are_cached_one_by_one(tmp_path):
     closure, names = compile_in_process(cached_squares)
     plugin = InProcessPlugin(functions_for(names, cached_square=lambda i, a: {"o0": i["x"] * i["x"]}))
     first = h.create_execution(ctx, closure, {"xs": [1, 2, 3]}, "cachedfirst")
-    status, _ = asyncio.run(run_engine(ctx, plugin, first))
+    status, _ = run_engine(ctx, plugin, first)
     assert status.phase == WorkflowPhase.SUCCESS and len(plugin.calls) == 3
 
     # Items 0 and 1 have inputs computed before (in other positions): only item 2 runs.
     second = h.create_execution(ctx, closure, {"xs": [3, 2, 5]}, "cachedsecond")
-    status, sink = asyncio.run(run_engine(ctx, plugin, second))
+    status, sink = run_engine(ctx, plugin, second)
 
     assert status.phase == WorkflowPhase.SUCCESS
     assert h.outputs(ctx, second) == {"o0": [9, 4, 25]}
@@ -146,7 +144,7 @@ def test_an_empty_list_gives_empty_outputs(tmp_path):
     plugin = InProcessPlugin(functions_for(names, square=lambda i, a: {"o0": i["x"]}))
     key = h.create_execution(ctx, closure, {"xs": []}, "empty")
 
-    status, sink = asyncio.run(run_engine(ctx, plugin, key))
+    status, sink = run_engine(ctx, plugin, key)
 
     assert status.phase == WorkflowPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": []}
@@ -159,11 +157,11 @@ def test_lists_of_different_lengths_fail_the_node(tmp_path):
     closure, names = compile_in_process(pair_sums)
     plugin = InProcessPlugin(functions_for(names, pair_sum=lambda i, a: {"o0": i["a"] + i["b"]}))
     ok = h.create_execution(ctx, closure, {"xs": [1, 2], "ys": [10, 20]}, "pairs")
-    status, _ = asyncio.run(run_engine(ctx, plugin, ok))
+    status, _ = run_engine(ctx, plugin, ok)
     assert status.phase == WorkflowPhase.SUCCESS and h.outputs(ctx, ok) == {"o0": [11, 22]}
 
     bad = h.create_execution(ctx, closure, {"xs": [1, 2, 3], "ys": [10, 20]}, "badpairs")
-    status, sink = asyncio.run(run_engine(ctx, plugin, bad))
+    status, sink = run_engine(ctx, plugin, bad)
     assert status.phase == WorkflowPhase.FAILED
     err = h.workflow_error(sink)
     assert err.code == "InvalidArrayLength" and "input arrays have different lengths" in err.message

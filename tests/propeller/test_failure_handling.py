@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 
 from flyteidl.core import types_pb2
 from flytekit import task, workflow
 from flytekit.types.error import FlyteError
 
-from flytelite.propeller.engine import Engine
-from flytelite.propeller.nodes.registry import default_handlers
 from flytelite.propeller.phases import NodePhase, WorkflowPhase
 from flytelite.store.models import FlyteWorkflow
 from tests.propeller import harness as h
-from tests.propeller.inprocess import KEEP_RUNNING, InProcessPlugin, registry
+from tests.propeller.inprocess import KEEP_RUNNING, InProcessPlugin, run_engine
 
 
 @task
@@ -45,24 +42,6 @@ def fh_timeout_wf(x: int) -> int:
 IN_PROCESS = {n: "in-process" for n in ("fh_step", "fh_cleanup", "fh_hangs")}
 
 
-def run(ctx, plugin, key, during=None, timeout: float = 60.0):
-    sink = h.RecordingSink()
-    plugins = registry(plugin)
-
-    async def go():
-        engine = Engine(ctx, sink, plugins=plugins, handlers=default_handlers(plugins))
-        await engine.start()
-        try:
-            engine.notify(key)
-            if during is not None:
-                await during(engine)
-            return await h.run_to_completion(engine, ctx, key, timeout)
-        finally:
-            await engine.stop()
-
-    return asyncio.run(go()), sink
-
-
 def failing_step(inputs, attempt):
     if inputs["x"] == 3:
         raise ValueError("step saw 3")
@@ -79,7 +58,7 @@ def test_failure_node_runs_with_the_workflow_inputs_and_error_then_the_workflow_
 
     plugin = InProcessPlugin({"fh_step": failing_step, "fh_cleanup": cleanup})
     key = h.create_execution(ctx, h.compile_entity(fh_wf, IN_PROCESS), {"x": 2}, "onfailure")
-    status, sink = run(ctx, plugin, key)
+    status, sink = run_engine(ctx, plugin, key)
 
     assert status.phase == WorkflowPhase.FAILED
     # The original error, not the failure node's outcome.
@@ -113,7 +92,7 @@ def test_workflow_waits_in_handling_failure_node_until_the_failure_node_is_done(
         release["go"] = True
         engine.notify(key)
 
-    status, sink = run(ctx, plugin, key, during)
+    status, sink = run_engine(ctx, plugin, key, during=during)
     assert status.phase == WorkflowPhase.FAILED
     assert h.workflow_error(sink).message == "ValueError: step saw 3"
     # The node after the failed one never ran.
@@ -128,7 +107,7 @@ def test_a_failing_failure_node_fails_the_workflow_with_its_own_error(tmp_path):
 
     plugin = InProcessPlugin({"fh_step": failing_step, "fh_cleanup": cleanup})
     key = h.create_execution(ctx, h.compile_entity(fh_wf, IN_PROCESS), {"x": 3}, "cleanupfails")
-    status, sink = run(ctx, plugin, key)
+    status, sink = run_engine(ctx, plugin, key)
     assert status.phase == WorkflowPhase.FAILED
     assert status.nodes["fn0"].phase == NodePhase.FAILED
     assert h.workflow_error(sink).message == "RuntimeError: cleanup broke too"
@@ -138,7 +117,7 @@ def test_a_succeeding_workflow_never_runs_its_failure_node(tmp_path):
     ctx = h.make_context(tmp_path)
     plugin = InProcessPlugin({"fh_step": failing_step, "fh_cleanup": lambda i, a: {}})
     key = h.create_execution(ctx, h.compile_entity(fh_wf, IN_PROCESS), {"x": 5}, "nofailure")
-    status, sink = run(ctx, plugin, key)
+    status, sink = run_engine(ctx, plugin, key)
     assert status.phase == WorkflowPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": 7}
     assert "fn0" not in status.nodes
@@ -156,7 +135,7 @@ def test_terminating_while_the_failure_node_runs_aborts_it(tmp_path):
             s.get(FlyteWorkflow, key).abort_cause = "stop the cleanup"
         engine.notify(key)
 
-    status, sink = run(ctx, plugin, key, during)
+    status, sink = run_engine(ctx, plugin, key, during=during)
     assert status.phase == WorkflowPhase.ABORTED
     assert plugin.aborted.count("fn0") == 1 and plugin.aborted[-1] == "fn0"
     assert sink.node_phases("fn0")[-1] == "ABORTED"
@@ -166,7 +145,7 @@ def test_task_timeout_kills_each_attempt_and_the_node_times_out(tmp_path):
     ctx = h.make_context(tmp_path)
     plugin = InProcessPlugin({"fh_hangs": lambda i, a: KEEP_RUNNING})
     key = h.create_execution(ctx, h.compile_entity(fh_timeout_wf, IN_PROCESS), {"x": 1}, "timesout")
-    status, sink = run(ctx, plugin, key)
+    status, sink = run_engine(ctx, plugin, key)
     assert status.phase == WorkflowPhase.FAILED
     node = status.nodes["n0"]
     # retries=1: the first timed-out attempt is retried, the second times the node out.
@@ -200,7 +179,7 @@ def test_a_failure_workflow_runs_as_a_subworkflow_with_the_error(tmp_path):
 
     plugin = InProcessPlugin({"fh_step": failing_step, "fh_cleanup": cleanup})
     key = h.create_execution(ctx, h.compile_entity(fh_wf_with_cleanup_workflow, IN_PROCESS), {"x": 3}, "cleanupwf")
-    status, sink = run(ctx, plugin, key)
+    status, sink = run_engine(ctx, plugin, key)
     assert status.phase == WorkflowPhase.FAILED
     assert h.workflow_error(sink).message == "ValueError: step saw 3"
     assert status.nodes["fn0"].phase == NodePhase.SUCCEEDED

@@ -25,7 +25,7 @@ from flytelite.propeller.scope import fixed_length_unique_id
 from flytelite.store.models import FlyteWorkflow
 from tests.propeller import harness as h
 from tests.propeller import nested_workflows as nw
-from tests.propeller.inprocess import KEEP_RUNNING, InProcessPlugin, registry
+from tests.propeller.inprocess import KEEP_RUNNING, InProcessPlugin, registry, run_engine
 
 TASKS = ("nst_square", "nst_double", "nst_is_even", "nst_inc", "nst_hold", "nst_total", "nst_fan")
 IN_PROCESS = {n: "in-process" for n in TASKS}
@@ -91,22 +91,6 @@ def task_node(node_id: str, template, values: dict) -> workflow_pb2.Node:
         inputs=[literals_pb2.Binding(var=k, binding=literals_pb2.BindingData(scalar=h.literal(v).scalar))
                 for k, v in values.items()],
         task_node=workflow_pb2.TaskNode(reference_id=template.id))
-
-
-def run_engine(ctx, plugin, key, *, before=None, timeout: float = 60.0):
-    async def go():
-        plugins = registry(plugin)
-        sink = h.RecordingSink()
-        engine = Engine(ctx, sink, plugins=plugins, handlers=default_handlers(plugins))
-        await engine.start()
-        try:
-            if before is not None:
-                await before(engine)
-            return await h.run_to_completion(engine, ctx, key, timeout), sink
-        finally:
-            await engine.stop()
-
-    return asyncio.run(go())
 
 
 def node_events(sink, node_id: str):
@@ -230,7 +214,7 @@ def test_terminate_aborts_nested_running_nodes(tmp_path):
             s.get(FlyteWorkflow, key).abort_cause = "terminated by a test"
         engine.notify(key)
 
-    status, sink = run_engine(ctx, plugin, key, before=terminate)
+    status, sink = run_engine(ctx, plugin, key, during=terminate)
     assert status.phase == WorkflowPhase.ABORTED
     assert plugin.aborted == ["n0-0-n0"]
     assert sink.node_phases("n0-0-n0")[-1] == "ABORTED"

@@ -10,25 +10,21 @@ import pytest
 from flyteidl.core import literals_pb2
 
 from flytelite.propeller.engine import Engine
-from flytelite.propeller.nodes.registry import default_handlers
 from flytelite.propeller.phases import NodePhase, WorkflowPhase
 from flytelite.store.models import FlyteWorkflow
 from tests.propeller import dag_workflows as dw
 from tests.propeller import harness as h
-from tests.propeller.inprocess import KEEP_RUNNING, InProcessPlugin, Recoverable, SystemLost, registry
+from tests.propeller.inprocess import (
+    KEEP_RUNNING,
+    InProcessPlugin,
+    Recoverable,
+    SystemLost,
+    engine_for,
+    registry,
+    run_engine,
+)
 
 IN_PROCESS = {n: "in-process" for n in ("inc", "total", "slow", "retried", "make_pair")}
-
-
-def start_engine(ctx, plugin, sink=None):
-    sink = sink or h.RecordingSink()
-    plugins = registry(plugin)
-    engine = Engine(ctx, sink, plugins=plugins, handlers=default_handlers(plugins))
-    return engine, sink
-
-
-def run(coro):
-    return asyncio.run(coro)
 
 
 def test_fan_out_runs_nodes_in_parallel_and_writes_workflow_outputs(tmp_path):
@@ -37,16 +33,7 @@ def test_fan_out_runs_nodes_in_parallel_and_writes_workflow_outputs(tmp_path):
                               "total": lambda i, a: {"o0": i["a"] + i["b"] + i["c"]}})
     key = h.create_execution(ctx, h.compile_entity(dw.fan_out, IN_PROCESS), {"x": 1}, "fanout")
 
-    async def go():
-        engine, sink = start_engine(ctx, plugin)
-        await engine.start()
-        try:
-            status = await h.run_to_completion(engine, ctx, key)
-        finally:
-            await engine.stop()
-        return status, sink
-
-    status, sink = run(go())
+    status, sink = run_engine(ctx, plugin, key)
     assert status.phase == WorkflowPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": 6}
     # The three independent nodes were all queued before the node that needs them ran.
@@ -83,15 +70,7 @@ def test_user_error_fails_workflow_with_the_node_message(tmp_path):
     plugin = InProcessPlugin({"inc": lambda i, a: {"o0": i["x"] + 1}, "slow": slow})
     key = h.create_execution(ctx, h.compile_entity(dw.chain_with_failure, IN_PROCESS), {"x": 1}, "fails")
 
-    async def go():
-        engine, sink = start_engine(ctx, plugin)
-        await engine.start()
-        try:
-            return await h.run_to_completion(engine, ctx, key), sink
-        finally:
-            await engine.stop()
-
-    status, sink = run(go())
+    status, sink = run_engine(ctx, plugin, key)
     assert status.phase == WorkflowPhase.FAILED
     assert status.nodes["n1"].phase == NodePhase.FAILED
     assert "n2" not in status.nodes or status.nodes["n2"].phase == NodePhase.NOT_YET_STARTED
@@ -116,15 +95,7 @@ def test_retries_user_and_system_errors_within_their_budgets(tmp_path):
     plugin = InProcessPlugin({"retried": retried})
     key = h.create_execution(ctx, h.compile_entity(dw.retry_wf, IN_PROCESS), {"x": 1}, "retries")
 
-    async def go():
-        engine, sink = start_engine(ctx, plugin)
-        await engine.start()
-        try:
-            return await h.run_to_completion(engine, ctx, key), sink
-        finally:
-            await engine.stop()
-
-    status, sink = run(go())
+    status, sink = run_engine(ctx, plugin, key)
     # retries=2 gives 3 user attempts; the system error did not use them up.
     assert status.phase == WorkflowPhase.SUCCESS, status
     assert h.outputs(ctx, key) == {"o0": 3}
@@ -144,15 +115,7 @@ def test_retries_exhausted_reports_the_last_error(tmp_path):
 
     key = h.create_execution(ctx, h.compile_entity(dw.retry_wf, IN_PROCESS), {"x": 1}, "exhausted")
 
-    async def go():
-        engine, sink = start_engine(ctx, InProcessPlugin({"retried": retried}))
-        await engine.start()
-        try:
-            return await h.run_to_completion(engine, ctx, key), sink
-        finally:
-            await engine.stop()
-
-    status, sink = run(go())
+    status, sink = run_engine(ctx, InProcessPlugin({"retried": retried}), key)
     assert status.phase == WorkflowPhase.FAILED
     err = h.workflow_error(sink)
     assert err.code == "RetriesExhausted|Recoverable"
@@ -169,23 +132,16 @@ def test_max_parallelism_caps_running_task_nodes(tmp_path):
     plugin = InProcessPlugin({"slow": slow})
     key = h.create_execution(ctx, h.compile_entity(dw.five_slow, IN_PROCESS), {"x": 7}, "capped", max_parallelism=2)
 
-    async def go():
-        engine, sink = start_engine(ctx, plugin)
-        await engine.start()
-        try:
+    async def meanwhile(engine):
+        await h.wait_for(lambda: len(plugin.running) == 2)
+        await asyncio.sleep(0.3)
+        for _ in range(3):
             engine.notify(key)
-            await h.wait_for(lambda: len(plugin.running) == 2)
-            await asyncio.sleep(0.3)
-            for _ in range(3):
-                engine.notify(key)
-                await asyncio.sleep(0.05)
-            assert plugin.max_running == 2
-            release["go"] = True
-            return await h.run_to_completion(engine, ctx, key)
-        finally:
-            await engine.stop()
+            await asyncio.sleep(0.05)
+        assert plugin.max_running == 2
+        release["go"] = True
 
-    status = run(go())
+    status, _ = run_engine(ctx, plugin, key, during=meanwhile)
     assert status.phase == WorkflowPhase.SUCCESS
     assert plugin.max_running == 2
     assert h.outputs(ctx, key) == {"o0": [7, 7, 7, 7, 7]}
@@ -196,19 +152,12 @@ def test_abort_stops_running_nodes_and_reports_aborted(tmp_path):
     plugin = InProcessPlugin({"slow": lambda i, a: KEEP_RUNNING})
     key = h.create_execution(ctx, h.compile_entity(dw.five_slow, IN_PROCESS), {"x": 1}, "aborted")
 
-    async def go():
-        engine, sink = start_engine(ctx, plugin)
-        await engine.start()
-        try:
-            engine.notify(key)
-            await h.wait_for(lambda: len(plugin.running) == 5)
-            with ctx.db.session() as s:
-                s.get(FlyteWorkflow, key).abort_cause = "terminated by a test"
-            return await h.run_to_completion(engine, ctx, key), sink
-        finally:
-            await engine.stop()
+    async def meanwhile(engine):
+        await h.wait_for(lambda: len(plugin.running) == 5)
+        with ctx.db.session() as s:
+            s.get(FlyteWorkflow, key).abort_cause = "terminated by a test"
 
-    status, sink = run(go())
+    status, sink = run_engine(ctx, plugin, key, during=meanwhile)
     assert status.phase == WorkflowPhase.ABORTED
     assert sorted(plugin.aborted) == ["n0", "n1", "n2", "n3", "n4"]
     assert sink.workflow_phases()[-1] == "ABORTED"
@@ -224,15 +173,7 @@ def test_attribute_path_into_a_dataclass_output(tmp_path):
     plugin = InProcessPlugin({"make_pair": lambda i, a: {"o0": pair}, "inc": lambda i, a: {"o0": i["x"] + 1}})
     key = h.create_execution(ctx, h.compile_entity(dw.attr_wf, IN_PROCESS), {"x": 1}, "attr")
 
-    async def go():
-        engine, _ = start_engine(ctx, plugin)
-        await engine.start()
-        try:
-            return await h.run_to_completion(engine, ctx, key)
-        finally:
-            await engine.stop()
-
-    status = run(go())
+    status, _ = run_engine(ctx, plugin, key)
     assert status.phase == WorkflowPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": 42}
 
@@ -242,15 +183,7 @@ def test_unknown_task_type_fails_naming_the_type(tmp_path, task_type):
     ctx = h.make_context(tmp_path)
     key = h.create_execution(ctx, h.compile_entity(dw.retry_wf, {"retried": task_type}), {"x": 1}, "unknown")
 
-    async def go():
-        engine, sink = start_engine(ctx, InProcessPlugin({}))
-        await engine.start()
-        try:
-            return await h.run_to_completion(engine, ctx, key), sink
-        finally:
-            await engine.stop()
-
-    status, sink = run(go())
+    status, sink = run_engine(ctx, InProcessPlugin({}), key)
     assert status.phase == WorkflowPhase.FAILED
     err = h.workflow_error(sink)
     assert err.code == "UnsupportedTaskType" and repr(task_type) in err.message
@@ -283,7 +216,7 @@ def test_node_kind_not_built_yet_fails_the_node_clearly(tmp_path):
         finally:
             await engine.stop()
 
-    status, sink = run(go())
+    status, sink = asyncio.run(go())
     assert status.phase == WorkflowPhase.FAILED
     err = h.workflow_error(sink)
     assert err.code == "NodeKindNotSupported" and "does not run branch nodes yet" in err.message
@@ -302,21 +235,14 @@ def test_fail_after_executable_nodes_complete_lets_running_nodes_finish(tmp_path
     plugin = InProcessPlugin({"inc": inc, "slow": slow})
     key = h.create_execution(ctx, h.compile_entity(dw.keep_going, IN_PROCESS), {"x": 1}, "keepgoing")
 
-    async def go():
-        engine, sink = start_engine(ctx, plugin)
-        await engine.start()
-        try:
-            engine.notify(key)
-            await h.wait_for(lambda: h.load(ctx, key)[1].nodes.get("n0") and
-                             h.load(ctx, key)[1].nodes["n0"].phase == NodePhase.FAILED)
-            await asyncio.sleep(0.2)
-            assert h.load(ctx, key)[1].phase == WorkflowPhase.RUNNING  # n1 is still running
-            release["go"] = True
-            return await h.run_to_completion(engine, ctx, key), sink
-        finally:
-            await engine.stop()
+    async def meanwhile(engine):
+        await h.wait_for(lambda: h.load(ctx, key)[1].nodes.get("n0") and
+                         h.load(ctx, key)[1].nodes["n0"].phase == NodePhase.FAILED)
+        await asyncio.sleep(0.2)
+        assert h.load(ctx, key)[1].phase == WorkflowPhase.RUNNING  # n1 is still running
+        release["go"] = True
 
-    status, sink = run(go())
+    status, sink = run_engine(ctx, plugin, key, during=meanwhile)
     assert status.phase == WorkflowPhase.FAILED
     assert status.nodes["n1"].phase == NodePhase.SUCCEEDED
     assert "inc is broken" in h.workflow_error(sink).message
@@ -331,7 +257,7 @@ def test_rounds_that_keep_raising_fail_the_execution_as_a_system_error(tmp_path)
     plugin = InProcessPlugin({})
     plugin.handle = lambda tctx: broken(None, 0)  # an engine-side bug, not a task failure
     key = h.create_execution(ctx, h.compile_entity(dw.retry_wf, IN_PROCESS), {"x": 1}, "enginebug")
-    engine, sink = start_engine(ctx, plugin)
+    engine, sink = engine_for(ctx, plugin)
     with pytest.raises(RuntimeError, match="plugin bug"):
         engine.executor.handle(key)
     # The failed round left the persisted status as it was before it.
