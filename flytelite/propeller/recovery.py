@@ -27,16 +27,12 @@ _RECOVERABLE = (core_exec.NodeExecution.SUCCEEDED, core_exec.NodeExecution.RECOV
 
 def recover_node(nctx: NodeExecutionContext) -> PhaseInfo | None:
     """A RECOVERED PhaseInfo with the original's outputs copied in place, or None: run the node."""
-    rnd = nctx.round
-    original = rnd.spec.recover_from
-    if not original or nctx.node.id in (START_NODE, END_NODE):
+    if nctx.node.id in (START_NODE, END_NODE):
         return None
-    with rnd.ctx.db.session() as session:
-        row = repo.find_node_execution(session, execution_id(rnd.key[0], rnd.key[1], original), nctx.node_id)
-        if row is None:
-            return None
-        closure = node_execution_pb2.NodeExecutionClosure.FromString(row.closure_pb)
-        input_uri = row.input_uri
+    found = _original_node_execution(nctx)
+    if found is None:
+        return None
+    original, closure, input_uri = found
     if closure.phase not in _RECOVERABLE:
         return None
     blobs = nctx.blobs
@@ -69,6 +65,17 @@ def recover_node(nctx: NodeExecutionContext) -> PhaseInfo | None:
 
 def original_child_execution(nctx: NodeExecutionContext):
     """The child execution the original execution's run of this launch-plan node started, if any."""
+    found = _original_node_execution(nctx)
+    if found is None:
+        return None
+    closure = found[1]
+    if not closure.HasField("workflow_node_metadata") or not closure.workflow_node_metadata.executionId.name:
+        return None
+    return closure.workflow_node_metadata.executionId
+
+
+def _original_node_execution(nctx: NodeExecutionContext):
+    """(original execution name, closure, input uri) of this node in the execution being recovered, or None."""
     rnd = nctx.round
     original = rnd.spec.recover_from
     if not original:
@@ -77,7 +84,4 @@ def original_child_execution(nctx: NodeExecutionContext):
         row = repo.find_node_execution(session, execution_id(rnd.key[0], rnd.key[1], original), nctx.node_id)
         if row is None:
             return None
-        closure = node_execution_pb2.NodeExecutionClosure.FromString(row.closure_pb)
-    if not closure.HasField("workflow_node_metadata") or not closure.workflow_node_metadata.executionId.name:
-        return None
-    return closure.workflow_node_metadata.executionId
+        return original, node_execution_pb2.NodeExecutionClosure.FromString(row.closure_pb), row.input_uri

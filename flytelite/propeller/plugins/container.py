@@ -23,8 +23,8 @@ from flyteidl.core import execution_pb2
 from flytelite.context import Context
 from flytelite.propeller.plugins import copilot, processes
 from flytelite.propeller.plugins.core import PluginPhase, PluginPhaseInfo, TaskExecutionContext
-from flytelite.propeller.plugins.local_process import LocalProcessPlugin
-from flytelite.propeller.plugins.template import TemplateError, TemplateParams, render
+from flytelite.propeller.plugins.local_process import LocalProcessPlugin, rendered_command
+from flytelite.propeller.plugins.template import TemplateError
 
 USER, SYSTEM = execution_pb2.ExecutionError.USER, execution_pb2.ExecutionError.SYSTEM
 CONFIG_KEY = "raw_container_images"
@@ -52,13 +52,7 @@ class RawContainerPlugin(LocalProcessPlugin):
         runner = self.ctx.config.raw_container_runner(container.image)
         if runner is None:  # the config changed since the attempt was prepared
             raise TemplateError(_unmapped(tctx.task.id.name, container.image))
-        params = TemplateParams(
-            input_uri=tctx.input_uri, input_prefix=tctx.input_prefix, output_prefix=tctx.output_prefix,
-            raw_output_prefix=tctx.raw_output_prefix, checkpoint_prefix=tctx.checkpoint_prefix,
-            prev_checkpoint_prefix=tctx.prev_checkpoint_prefix, unique_key=tctx.unique_key,
-            namespace=tctx.namespace, task_template_path=tctx.task_template_path, inputs=lambda: tctx.inputs,
-        )
-        argv = render(list(container.command) + list(container.args), params)
+        argv = rendered_command(tctx)
         env = self._environment(tctx, os.path.dirname(sys.executable))
         # A raw container sees the machine's PATH, not the server's virtualenv first.
         env["PATH"] = {e.key: e.value for e in container.env}.get("PATH", os.environ.get("PATH", ""))

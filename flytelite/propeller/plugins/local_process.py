@@ -315,13 +315,7 @@ class LocalProcessPlugin(Plugin):
     # -- the command -----------------------------------------------------------------------
     def _command(self, tctx: TaskExecutionContext) -> tuple[list[str], dict[str, str]]:
         container = tctx.task.container
-        params = TemplateParams(
-            input_uri=tctx.input_uri, input_prefix=tctx.input_prefix, output_prefix=tctx.output_prefix,
-            raw_output_prefix=tctx.raw_output_prefix, checkpoint_prefix=tctx.checkpoint_prefix,
-            prev_checkpoint_prefix=tctx.prev_checkpoint_prefix, unique_key=tctx.unique_key,
-            namespace=tctx.namespace, task_template_path=tctx.task_template_path, inputs=lambda: tctx.inputs,
-        )
-        argv = render(list(container.command) + list(container.args), params)
+        argv = rendered_command(tctx)
         interpreter = self.ctx.config.interpreter_for(container.image)
         bin_dir = os.path.dirname(interpreter)
         if argv[0] in PYFLYTE_COMMANDS:
@@ -377,6 +371,18 @@ class LocalProcessPlugin(Plugin):
         except ValueError:
             return []
         return [execution_pb2.TaskLog(uri=f"{self.ctx.public_url}/logs/{rel}", name="Task log (local process)")]
+
+
+def rendered_command(tctx: TaskExecutionContext) -> list[str]:
+    """The container's command and args with Flyte's {{.input}}-style templates filled in for this attempt."""
+    container = tctx.task.container
+    params = TemplateParams(
+        input_uri=tctx.input_uri, input_prefix=tctx.input_prefix, output_prefix=tctx.output_prefix,
+        raw_output_prefix=tctx.raw_output_prefix, checkpoint_prefix=tctx.checkpoint_prefix,
+        prev_checkpoint_prefix=tctx.prev_checkpoint_prefix, unique_key=tctx.unique_key,
+        namespace=tctx.namespace, task_template_path=tctx.task_template_path, inputs=lambda: tctx.inputs,
+    )
+    return render(list(container.command) + list(container.args), params)
 
 
 def _start_time(proc) -> int | None:
