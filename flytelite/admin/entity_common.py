@@ -119,19 +119,26 @@ def digest(*messages: Message) -> str:
     return h.hexdigest()
 
 
-def _check_same(existing, ident: idpb.Identifier, new_digest: str) -> None:
-    if existing.digest != new_digest:
-        # INVALID_ARGUMENT, as FlyteAdmin answers: flytekit treats ALREADY_EXISTS as "identical, fine" and
-        # would silently keep the old definition, so the user must see this one.
-        raise InvalidArgument(
-            f"{describe(ident)} already exists with different content; versions are immutable. "
-            f"Register the changed {kind_name(ident.resource_type)} under a new version."
-        )
+def _check_same(existing, ident: idpb.Identifier, new_digest: str,
+                redigest: Callable[[object], str] | None) -> None:
+    # A row stored before its kind's digest became canonical still holds the older digest: recompute
+    # it from the stored spec before calling the content different.
+    if existing.digest == new_digest or (redigest is not None and redigest(existing) == new_digest):
+        return
+    # INVALID_ARGUMENT, as FlyteAdmin answers: flytekit treats ALREADY_EXISTS as "identical, fine" and
+    # would silently keep the old definition, so the user must see this one.
+    raise InvalidArgument(
+        f"{describe(ident)} already exists with different content; versions are immutable. "
+        f"Register the changed {kind_name(ident.resource_type)} under a new version."
+    )
 
 
 def insert_once(ctx: Context, model: EntityModel, ident: idpb.Identifier, new_digest: str,
-                build_row: Callable[[], object]) -> bool:
+                build_row: Callable[[], object], redigest: Callable[[object], str] | None = None) -> bool:
     """Insert a new entity version, or accept an identical one; True when a row was written.
+
+    ``redigest`` computes the digest of an existing row from its stored spec, for rows written while
+    the digest of their kind was computed differently.
 
     Concurrent identical registrations (flytekit registers tasks in parallel) race
     on the primary key: the loser re-reads and compares digests like everyone else.
@@ -139,7 +146,7 @@ def insert_once(ctx: Context, model: EntityModel, ident: idpb.Identifier, new_di
     with ctx.db.session() as session:
         existing = entities.entity_row(session, model, ident)
         if existing is not None:
-            _check_same(existing, ident, new_digest)
+            _check_same(existing, ident, new_digest, redigest)
             return False
     try:
         with ctx.db.session() as session:
@@ -150,7 +157,7 @@ def insert_once(ctx: Context, model: EntityModel, ident: idpb.Identifier, new_di
             existing = entities.entity_row(session, model, ident)
             if existing is None:
                 raise
-            _check_same(existing, ident, new_digest)
+            _check_same(existing, ident, new_digest, redigest)
             return False
 
 

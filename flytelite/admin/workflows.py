@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from flyteidl.admin import common_pb2, launch_plan_pb2, workflow_pb2
 from flyteidl.core import compiler_pb2
 from flyteidl.core import identifier_pb2 as idpb
+from flyteidl.core import workflow_pb2 as core_workflow_pb2
 
 from flytelite.admin.entity_common import (
     digest,
@@ -20,6 +23,7 @@ from flytelite.admin.entity_common import (
 from flytelite.compiler import CompileError, compile_workflow, get_requirements
 from flytelite.context import Context
 from flytelite.errors import InvalidArgument, NotFound
+from flytelite.idl.canonical import canonical_workflow
 from flytelite.idl.ids import describe
 from flytelite.idl.times import to_timestamp
 from flytelite.store import entities
@@ -54,15 +58,31 @@ def create_workflow(ctx: Context, ident: idpb.Identifier, spec: workflow_pb2.Wor
     stored.template.CopyFrom(template)
     now = ctx.clock.now()
     closure = workflow_pb2.WorkflowClosure(compiled_workflow=compiled, created_at=to_timestamp(now))
-    # Referenced tasks and launch plans are immutable versions, so the template and subworkflows
-    # decide the compiled result; the description is not part of a workflow's identity.
-    wf_digest = digest(template, *subworkflows)
+    wf_digest = workflow_digest(template, subworkflows)
     return insert_once(
         ctx, Workflow, ident, wf_digest,
         lambda: Workflow(project=ident.project, domain=ident.domain, name=ident.name, version=ident.version,
                          digest=wf_digest, spec_pb=stored.SerializeToString(),
                          closure_pb=closure.SerializeToString(), created_at=now),
+        redigest=_stored_digest,
     )
+
+
+def workflow_digest(template: core_workflow_pb2.WorkflowTemplate,
+                    subworkflows: Iterable[core_workflow_pb2.WorkflowTemplate]) -> str:
+    """What decides whether two registrations of a workflow version are the same.
+
+    Referenced tasks and launch plans are immutable versions, so the template and subworkflows decide
+    the compiled result; the description is not part of a workflow's identity. Their canonical form is
+    hashed: flytekit lists upstream nodes in a different order in each process (FlyteAdmin gets the same
+    effect by hashing the compiled closure, whose compiler sorts them).
+    """
+    return digest(*canonical_workflow(template, subworkflows))
+
+
+def _stored_digest(row: Workflow) -> str:
+    spec = workflow_pb2.WorkflowSpec.FromString(row.spec_pb)
+    return workflow_digest(spec.template, spec.sub_workflows)
 
 
 def _load_references(

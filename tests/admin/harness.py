@@ -10,6 +10,7 @@ import grpc
 import pytest
 from flyteidl.admin import launch_plan_pb2, task_pb2, workflow_pb2
 from flyteidl.core import identifier_pb2 as idpb
+from flyteidl.core import workflow_pb2 as core_workflow_pb2
 from flyteidl.service import admin_pb2_grpc
 from flytekit import LaunchPlan
 from flytekit.clients.friendly import SynchronousFlyteClient
@@ -96,3 +97,28 @@ def rpc_error(call, *args) -> grpc.RpcError:
 
 def lp_id(name: str, version: str) -> idpb.Identifier:
     return idpb.Identifier(resource_type=idpb.LAUNCH_PLAN, project=P, domain=D, name=name, version=version)
+
+
+def reorder_upstreams(spec: workflow_pb2.WorkflowSpec, descending: bool = False) -> workflow_pb2.WorkflowSpec:
+    """A copy of a workflow spec with every node's upstream_node_ids (at any depth) sorted, descending if
+    asked, and its subworkflows reversed when descending: the orderings a flytekit process may vary."""
+    out = workflow_pb2.WorkflowSpec()
+    out.CopyFrom(spec)
+    _reorder(out, descending)
+    if descending:
+        subs = list(out.sub_workflows)[::-1]
+        del out.sub_workflows[:]
+        out.sub_workflows.extend(subs)
+    return out
+
+
+def _reorder(msg, descending: bool) -> None:
+    if isinstance(msg, core_workflow_pb2.Node):
+        ids = sorted(msg.upstream_node_ids, reverse=descending)
+        del msg.upstream_node_ids[:]
+        msg.upstream_node_ids.extend(ids)
+    for field, value in msg.ListFields():
+        if field.message_type is None or field.message_type.GetOptions().map_entry:
+            continue
+        for item in (value if field.is_repeated else [value]):
+            _reorder(item, descending)

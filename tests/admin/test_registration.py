@@ -9,8 +9,10 @@ from flyteidl.admin import common_pb2, project_pb2, task_pb2, workflow_pb2
 from flyteidl.core import identifier_pb2 as idpb
 from flytekit.configuration import ImageConfig, SerializationSettings
 
-from tests.admin.flows import T_DOUBLE, T_GREET, WF, double, greet, pipeline
-from tests.admin.harness import D, P, rpc_error, spec_of, task_id
+from flytelite.admin.entity_common import digest
+from flytelite.store.models import Workflow
+from tests.admin.flows import T_DOUBLE, T_GREET, WF, WF_BRANCHY, branchy, double, greet, pipeline
+from tests.admin.harness import D, P, reorder_upstreams, rpc_error, spec_of, task_id
 
 
 # -- projects ---------------------------------------------------------------------------------------
@@ -177,3 +179,56 @@ def test_flyte_remote_fetches_latest_versions(admin):
     assert wf.id.version == "v1" and [n.id for n in wf.nodes] == ["n0", "n1"]
     lp = remote.fetch_launch_plan(name=WF)
     assert lp.id.version == "v2" and "x" in lp.interface.inputs
+
+
+def _create_workflow(admin, spec: workflow_pb2.WorkflowSpec) -> None:
+    admin.stub.CreateWorkflow(workflow_pb2.WorkflowCreateRequest(id=spec.template.id, spec=spec))
+
+
+def _branchy_id(version: str) -> idpb.Identifier:
+    return idpb.Identifier(resource_type=idpb.WORKFLOW, project=P, domain=D, name=WF_BRANCHY, version=version)
+
+
+def test_reregistration_ignores_upstream_order_inside_branches(admin):
+    """flytekit lists a node's upstream nodes from a Python set; running the same program again must
+    re-register cleanly whatever order that process produced, in arms, nested arms and subworkflows."""
+    admin.register(branchy, "v1")
+    got = admin.stub.GetWorkflow(common_pb2.ObjectGetRequest(id=_branchy_id("v1")))
+    flytekit_order = spec_of(branchy, "v1")
+    ascending, descending = reorder_upstreams(flytekit_order), reorder_upstreams(flytekit_order, descending=True)
+    # Both orders of every two-element list: at least one differs from what flytekit produced here.
+    assert ascending.SerializeToString(deterministic=True) != descending.SerializeToString(deterministic=True)
+    nested_arm = descending.template.nodes[2].branch_node.if_else.case.then_node.branch_node.if_else.case.then_node
+    assert list(nested_arm.upstream_node_ids) == ["n1", "n0"]
+    assert [list(w.nodes[2].upstream_node_ids) for w in descending.sub_workflows] == [["n1", "n0"]] * 2
+
+    for spec in (ascending, descending):
+        _create_workflow(admin, spec)
+    again = admin.stub.GetWorkflow(common_pb2.ObjectGetRequest(id=_branchy_id("v1")))
+    assert again.SerializeToString(deterministic=True) == got.SerializeToString(deterministic=True)
+
+
+def test_reregistration_still_refuses_real_differences_inside_branches(admin):
+    admin.register(branchy, "v1")
+    retried = reorder_upstreams(spec_of(branchy, "v1"), descending=True)
+    nested_arm = retried.template.nodes[2].branch_node.if_else.case.then_node.branch_node.if_else.case.then_node
+    nested_arm.metadata.retries.retries = 3
+    fewer = spec_of(branchy, "v1")
+    sub_node = fewer.sub_workflows[0].nodes[2]
+    sub_node.upstream_node_ids.remove("n0")
+    for spec in (retried, fewer):
+        err = rpc_error(admin.stub.CreateWorkflow, workflow_pb2.WorkflowCreateRequest(id=spec.template.id, spec=spec))
+        assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "different content" in err.details() and "new version" in err.details()
+
+
+def test_reregistration_accepts_rows_stored_with_the_order_sensitive_digest(admin):
+    """A workflow registered before digests were canonical holds a digest of the spec as it came."""
+    admin.register(branchy, "v1")
+    stored = reorder_upstreams(spec_of(branchy, "v1"), descending=True)
+    stored.template.id.CopyFrom(_branchy_id("v1"))
+    with admin.ctx.db.session() as session:
+        row = session.get(Workflow, (P, D, WF_BRANCHY, "v1"))
+        row.spec_pb = stored.SerializeToString()
+        row.digest = digest(stored.template, *stored.sub_workflows)
+    _create_workflow(admin, reorder_upstreams(spec_of(branchy, "v1")))
