@@ -326,7 +326,7 @@ class NodeExecutor:
     def _readiness(self, scope: DagScope, node_id: str) -> str:
         skipped = False
         for up in scope.dag.upstream.get(node_id, ()):
-            phase = scope.status(up).phase
+            phase = scope.upstream_status(up).phase
             if phase == NodePhase.SKIPPED:
                 skipped = True
             elif phase not in NODE_PASSED:

@@ -51,15 +51,20 @@ class ParentInfo:
 
 
 class LeafDag:
-    """The one-node DAG of a branch's chosen arm (FlytePropeller's LeafNodeDAGStructure)."""
+    """The one-node DAG of a branch's chosen arm (FlytePropeller's LeafNodeDAGStructure).
+
+    The arm waits for the nodes it depends on, which live in enclosing scopes: a condition may read a
+    workflow input while the arm it picks reads another node's output, and the branch node itself does
+    not wait for that node.
+    """
 
     fail_after_executable_nodes_complete = False
     closure = None
     end_bindings: list = []
 
-    def __init__(self, node: workflow_pb2.Node):
+    def __init__(self, node: workflow_pb2.Node, upstream: list[str] | None = None):
         self.nodes = {node.id: node}
-        self.upstream: dict[str, list[str]] = {node.id: []}
+        self.upstream: dict[str, list[str]] = {node.id: list(upstream or ())}
         self.downstream: dict[str, list[str]] = {node.id: []}
         self.order = [node.id]
 
@@ -105,6 +110,13 @@ class DagScope:
         if END_NODE in self.dag.nodes:
             return self.status(END_NODE).phase in NODE_PASSED
         return all(self.status(n).phase in NODE_PASSED for n in self.dag.order)
+
+    def upstream_status(self, node_id: str) -> NodeStatus:
+        """The status of an upstream node, which for a branch arm may live in an enclosing scope."""
+        if node_id in self.dag.nodes:
+            return self.status(node_id)
+        owner = self.owner_of(node_id)
+        return owner[0].status(node_id) if owner is not None else self.status(node_id)
 
     def task(self, node: workflow_pb2.Node) -> tasks_pb2.TaskTemplate | None:
         scope: DagScope | None = self

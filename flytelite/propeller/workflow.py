@@ -92,11 +92,7 @@ class ExecutableWorkflow:
         for node_id, node in self.nodes.items():
             if node_id == START_NODE:
                 continue
-            bindings = self.end_bindings if node_id == END_NODE else node.inputs
-            deps = set(node.upstream_node_ids)
-            for b in bindings:
-                deps |= _promise_nodes(b.binding)
-            deps = {d or START_NODE for d in deps} & set(self.nodes)
+            deps = node_dependencies(node, self.end_bindings if node_id == END_NODE else None) & set(self.nodes)
             if not deps:
                 deps = {START_NODE}
             self.upstream[node_id] = sorted(deps)
@@ -130,6 +126,15 @@ class ExecutableWorkflow:
         if pending:
             raise ValueError(f"workflow {self.id.name} has a cycle among nodes {sorted(pending)}")
         return order
+
+
+def node_dependencies(node: workflow_pb2.Node, bindings: list[literals_pb2.Binding] | None = None) -> set[str]:
+    """The nodes a node waits for, as Flyte's compiler connects them: its explicit upstream ids and the
+    nodes its input bindings read ('' = the workflow's inputs, i.e. start-node)."""
+    deps = set(node.upstream_node_ids)
+    for b in node.inputs if bindings is None else bindings:
+        deps |= _promise_nodes(b.binding)
+    return {d or START_NODE for d in deps}
 
 
 def _promise_nodes(data: literals_pb2.BindingData) -> set[str]:

@@ -20,6 +20,7 @@ from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, Node
 from flytelite.propeller.phases import NodePhase
 from flytelite.propeller.scope import DagScope, LeafDag
 from flytelite.propeller.status import NodeStatus
+from flytelite.propeller.workflow import node_dependencies
 
 SYSTEM = execution_pb2.ExecutionError.SYSTEM
 SKIPPED_REASON = "Branch evaluated to false"
@@ -68,7 +69,11 @@ class BranchHandler(NodeHandler):
         node = arm_node(nctx.node.branch_node, taken) if taken else None
         if node is None:
             return None
-        return nctx.scope.child(LeafDag(node), nctx.status, nctx.node.id, outer=nctx.scope)
+        # As FlytePropeller's recurseDownstream: the arm's DAG holds the nodes the arm depends on, found in
+        # the scopes around the branch (the branch node itself, running now, is not waited for).
+        outer = nctx.scope
+        upstream = sorted(d for d in node_dependencies(node) if d != nctx.node.id and outer.owner_of(d) is not None)
+        return outer.child(LeafDag(node, upstream), nctx.status, nctx.node.id, outer=outer)
 
 
 def arm_node(branch: workflow_pb2.BranchNode, arm_id: str) -> workflow_pb2.Node | None:

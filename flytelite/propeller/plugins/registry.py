@@ -39,6 +39,7 @@ class PluginRegistry:
 
 def default_plugins(ctx) -> PluginRegistry:
     from flytelite.propeller.plugins.container import RawContainerPlugin
+    from flytelite.propeller.plugins.echo import EchoPlugin
     from flytelite.propeller.plugins.local_process import LocalProcessPlugin
 
-    return PluginRegistry([LocalProcessPlugin(ctx), RawContainerPlugin(ctx)])
+    return PluginRegistry([LocalProcessPlugin(ctx), RawContainerPlugin(ctx), EchoPlugin()])
