@@ -15,6 +15,7 @@ from flytelite.admin.node_executions import NodeExecutionsApi
 from flytelite.admin.projects import ProjectsApi
 from flytelite.admin.task_executions import TaskExecutionsApi
 from flytelite.admin.tasks import TasksApi
+from flytelite.admin.version import VersionApi
 from flytelite.admin.workflows import WorkflowsApi
 from flytelite.context import Context
 
@@ -28,6 +29,7 @@ class AdminService(
     ExecutionsApi,
     NodeExecutionsApi,
     TaskExecutionsApi,
+    VersionApi,
     admin_pb2_grpc.AdminServiceServicer,
 ):
     def __init__(self, ctx: Context):

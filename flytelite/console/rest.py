@@ -18,7 +18,6 @@ import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from flyteidl.admin import version_pb2
 from flyteidl.service import admin_pb2, dataproxy_pb2, signal_pb2
 from google.api import annotations_pb2
 from google.protobuf import descriptor, json_format, message_factory
@@ -193,22 +192,6 @@ def error_response(exc: Exception, what: str) -> JSONResponse:
 # ---- wiring ------------------------------------------------------------------------------------
 
 Servicers = dict[str, object]
-# RPCs the console answers itself because no servicer defines them.
-Override = Callable[[Message], Message]
-
-
-def get_version(_request: Message) -> version_pb2.GetVersionResponse:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        ours = version("flytelite")
-    except PackageNotFoundError:
-        ours = "dev"
-    return version_pb2.GetVersionResponse(
-        control_plane_version=version_pb2.Version(Version=f"flytelite-{ours}", Build="flytelite", BuildTime=""))
-
-
-OVERRIDES: dict[str, Override] = {"GetVersion": get_version}
 
 
 def _endpoint(route: RestRoute, call: Callable[[Message], Message]):
@@ -226,8 +209,6 @@ def _endpoint(route: RestRoute, call: Callable[[Message], Message]):
 
 
 def _caller(route: RestRoute, servicers: Servicers) -> Callable[[Message], Message]:
-    if route.rpc in OVERRIDES:
-        return OVERRIDES[route.rpc]
     servicer = servicers.get(route.service)
     if servicer is None:
         def missing(_msg: Message) -> Message:
