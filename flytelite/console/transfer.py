@@ -80,16 +80,18 @@ class Transfers:
 
     def _temp_path(self, path: str) -> str:
         # Local store: beside the target, so the final rename is atomic. Remote: a spool file on this machine.
-        if self.ctx.blobs.is_local:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            return f"{path}.{uuid.uuid4().hex}.upload"
+        file = self.ctx.blobs.local_file(path)
+        if file is not None:
+            os.makedirs(os.path.dirname(file), exist_ok=True)
+            return f"{file}.{uuid.uuid4().hex}.upload"
         fd, tmp = tempfile.mkstemp(prefix="upload-", dir=self.ctx.config.work_dir)
         os.close(fd)
         return tmp
 
     def _commit(self, tmp: str, path: str) -> None:
-        if self.ctx.blobs.is_local:
-            os.replace(tmp, path)
+        file = self.ctx.blobs.local_file(path)
+        if file is not None:
+            os.replace(tmp, file)
         else:
             self.ctx.blobs.fs.put_file(tmp, path)
 
@@ -100,10 +102,11 @@ class Transfers:
         except SignatureRejected as exc:
             return _text(403, f"download refused: {exc}")
         media_type = mimetypes.guess_type(path)[0] or "application/octet-stream"
-        if self.ctx.blobs.is_local:
-            if not os.path.isfile(path):
+        file = self.ctx.blobs.local_file(path)
+        if file is not None:
+            if not os.path.isfile(file):
                 return _text(404, f"{path} does not exist or is a folder (folders cannot be downloaded as one file)")
-            return FileResponse(path, media_type=media_type)
+            return FileResponse(file, media_type=media_type)
         try:
             return Response(self.ctx.blobs.read_bytes(path), media_type=media_type)
         except FileNotFoundError:

@@ -1,8 +1,12 @@
 """The one blob-store facade: every blob (inputs, outputs, code, logs' neighbours) goes through here.
 
-A local folder by default (plain absolute paths, never file:// URLs: flytekit's
-FlyteFile rejects those), any fsspec URL (s3://...) otherwise. Paths handed out
-are the same strings flytekit tasks read and write.
+A local folder by default, any fsspec URL (s3://...) otherwise. A local folder's blobs are handed out
+as `local:///abs/path` URIs: fsspec opens them as local files (its LocalFileSystem answers to both
+`file` and `local`), while flytekit, which calls anything but a `file` URI remote, treats them as
+remote data, as it treats S3 on a Flyte cluster: it downloads inputs instead of checking them with
+os.path, and uploads outputs to the raw output prefix. Plain absolute paths and file:// URIs (what
+older homes stored) are still read and written. (Task processes write such URIs through fsspec with
+folders made on demand: see propeller/plugins/task_site.)
 """
 
 from __future__ import annotations
@@ -21,14 +25,26 @@ M = TypeVar("M", bound=Message)
 # getrandom call per write as uuid4 makes; next() on an itertools.count is atomic under the GIL.
 _TMP_PREFIX = uuid.uuid4().hex[:12]
 _tmp_counter = itertools.count()
+LOCAL_SCHEME = "local://"
+
+
+def local_path(uri: str) -> str | None:
+    """The file path a local blob URI names (local://, file:// or a plain absolute path); None otherwise."""
+    if uri.startswith(LOCAL_SCHEME):
+        return uri[len(LOCAL_SCHEME):]
+    if uri.startswith("file://"):
+        return uri[len("file://"):]
+    return uri if uri.startswith("/") else None
 
 
 class BlobStore:
     def __init__(self, root: str):
-        self.is_local = "://" not in root
+        folder = local_path(root) if "://" in root else os.path.expanduser(root)
+        self.is_local = folder is not None
         if self.is_local:
-            root = os.path.realpath(os.path.expanduser(root))
-            os.makedirs(root, exist_ok=True)
+            self.folder = os.path.realpath(folder)
+            os.makedirs(self.folder, exist_ok=True)
+            root = LOCAL_SCHEME + self.folder
         self.root = root.rstrip("/")
         self.fs, _ = fsspec.core.url_to_fs(self.root)
 
@@ -55,41 +71,56 @@ class BlobStore:
 
     def contains(self, path: str) -> bool:
         """True when path lies inside this store (used to refuse writes anywhere else)."""
+        return self.relative(path) is not None
+
+    def relative(self, path: str) -> str | None:
+        """`path` relative to the store's root (in any form the store understands); None when outside."""
         if self.is_local:
-            real = os.path.realpath(path)
-            return real == self.root or real.startswith(self.root + os.sep)
-        return path.startswith(self.root + "/")
+            file = self.local_file(path)
+            if file is None:
+                return None
+            real = os.path.realpath(file)
+            if real == self.folder:
+                return ""
+            return real[len(self.folder) + 1:] if real.startswith(self.folder + os.sep) else None
+        if path == self.root:
+            return ""
+        return path[len(self.root) + 1:] if path.startswith(self.root + "/") else None
 
     # -- bytes and protobufs ------------------------------------------------------
-    # Plain absolute paths of a local store skip fsspec: the engine reads and writes several small
-    # files per node, and fsspec's per-call overhead was a visible share of an engine round.
-    def _plain(self, path: str) -> bool:
-        return self.is_local and path.startswith("/")
+    # A local store's blobs skip fsspec: the engine reads and writes several small files per node, and
+    # fsspec's per-call overhead was a visible share of an engine round.
+    def local_file(self, path: str) -> str | None:
+        """The file a blob of a local store is; None for a remote store."""
+        return local_path(path) if self.is_local else None
 
     def exists(self, path: str) -> bool:
-        if self._plain(path):
-            return os.path.exists(path)
+        file = self.local_file(path)
+        if file is not None:
+            return os.path.exists(file)
         return self.fs.exists(path)
 
     def read_bytes(self, path: str) -> bytes:
-        if self._plain(path):
-            with open(path, "rb") as f:
+        file = self.local_file(path)
+        if file is not None:
+            with open(file, "rb") as f:
                 return f.read()
         with self.fs.open(path, "rb") as f:
             return f.read()
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        if self.is_local:
+        file = self.local_file(path)
+        if file is not None:
             # Write then rename, so a reader never sees half a file after a crash.
-            tmp = f"{path}.{_TMP_PREFIX}{os.getpid()}-{next(_tmp_counter)}.tmp"
+            tmp = f"{file}.{_TMP_PREFIX}{os.getpid()}-{next(_tmp_counter)}.tmp"
             try:
                 f = open(tmp, "wb")
             except FileNotFoundError:  # the directory is new (creating it only then saves a mkdir per write)
-                os.makedirs(os.path.dirname(path), exist_ok=True)
+                os.makedirs(os.path.dirname(file), exist_ok=True)
                 f = open(tmp, "wb")
             with f:
                 f.write(data)
-            os.replace(tmp, path)
+            os.replace(tmp, file)
         else:
             self.fs.pipe_file(path, data)
 
@@ -108,8 +139,9 @@ class BlobStore:
         self.write_bytes(path, msg.SerializeToString())
 
     def makedirs(self, path: str) -> None:
-        if self.is_local:
-            os.makedirs(path, exist_ok=True)
+        file = self.local_file(path)
+        if file is not None:
+            os.makedirs(file, exist_ok=True)
 
     def size(self, path: str) -> int:
         return self.fs.size(path)

@@ -131,10 +131,10 @@ class SignedBlobs:
 
     def relative(self, path: str) -> str:
         """`path` relative to the store root; InvalidArgument when it lies outside the store."""
-        root = self.blobs.root
-        if not path.startswith(root + "/") or not self.blobs.contains(path):
-            raise InvalidArgument(f"{path} is not inside flytelite's blob store {root}")
-        return safe_relative_path(path[len(root) + 1:])
+        relative = self.blobs.relative(path)
+        if not relative:
+            raise InvalidArgument(f"{path} is not inside flytelite's blob store {self.blobs.root}")
+        return safe_relative_path(relative)
 
     def token(self, method: str, path: str, expires: int, content_md5: str = "") -> str:
         return self.signer.sign(Grant(method, self.relative(path), expires, content_md5))

@@ -13,6 +13,8 @@ import requests
 from flyteidl.service import dataproxy_pb2, dataproxy_pb2_grpc
 from google.protobuf import duration_pb2
 
+from flytelite.storage.blobstore import local_path
+
 pytestmark = pytest.mark.e2e
 
 
@@ -28,11 +30,11 @@ def test_flyteremote_upload_file_lands_at_native_url(remote, server, tmp_path):
     local.write_bytes(os.urandom(3 * 1024 * 1024 + 17))
     md5_bytes, native_url = remote.upload_file(local)
     assert md5_bytes == hashlib.md5(local.read_bytes()).digest()
-    # Flyte's layout: <uploads>/<project>/<domain>/<base32 md5>/<filename>, a plain absolute path.
+    # Flyte's layout: <uploads>/<project>/<domain>/<base32 md5>/<filename>, as a local:// URI.
     expected_root = base64.b32encode(md5_bytes).decode()
-    assert native_url == str(server.home / "blobs" / "uploads" / "flytesnacks" / "development" / expected_root
-                             / local.name)
-    assert Path(native_url).read_bytes() == local.read_bytes()
+    assert native_url == "local://" + str(server.home / "blobs" / "uploads" / "flytesnacks" / "development"
+                                          / expected_root / local.name)
+    assert Path(local_path(native_url)).read_bytes() == local.read_bytes()
     # Uploading the same file again is fine (pyflyte run re-uploads unchanged code).
     assert remote.upload_file(local)[1] == native_url
 
@@ -40,12 +42,12 @@ def test_flyteremote_upload_file_lands_at_native_url(remote, server, tmp_path):
 def test_upload_with_filename_root_like_flytefs(remote, server):
     # flytekit's HttpFileWriter asks with neither content_md5 nor filename; the server picks a name.
     loc = remote.client.get_upload_signed_url("flytesnacks", "development", None, None, filename_root="rootabc")
-    assert loc.native_url.startswith(str(server.home / "blobs" / "uploads" / "flytesnacks" / "development"
-                                         / "rootabc") + "/")
+    assert loc.native_url.startswith("local://" + str(server.home / "blobs" / "uploads" / "flytesnacks"
+                                                      / "development" / "rootabc") + "/")
     assert dict(loc.headers) == {}
     resp = requests.put(loc.signed_url, data=b"some dataframe bytes")
     assert resp.ok, resp.text
-    assert Path(loc.native_url).read_bytes() == b"some dataframe bytes"
+    assert Path(local_path(loc.native_url)).read_bytes() == b"some dataframe bytes"
 
 
 def test_named_upload_cannot_replace_different_content(remote, tmp_path, stub):

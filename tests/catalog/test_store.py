@@ -8,6 +8,7 @@ import threading
 from flyteidl.core import catalog_pb2, identifier_pb2
 
 from flytelite.catalog import Catalog, catalog_key, source_task_execution
+from flytelite.storage.blobstore import LOCAL_SCHEME, local_path
 from tests.catalog import helpers
 from tests.catalog.helpers import inputs, int_outputs, template
 
@@ -20,11 +21,11 @@ def _source(name: str = "exec1", node: str = "n0", attempt: int = 0) -> identifi
 
 
 def _artifact_dirs(ctx) -> list[str]:
-    root = os.path.join(ctx.blobs.root, "catalog")
+    root = os.path.join(ctx.blobs.folder, "catalog")
     found = []
     for dirpath, _dirs, files in os.walk(root):
         if "outputs.pb" in files:
-            found.append(dirpath)
+            found.append(LOCAL_SCHEME + dirpath)
     return found
 
 
@@ -87,7 +88,7 @@ def test_overwrite_of_a_missing_entry_creates_it(catalog: Catalog):
 def test_an_entry_whose_blob_is_gone_is_a_miss(catalog: Catalog, ctx):
     key = catalog_key(template(), inputs())
     stored = catalog.put(key, int_outputs(5))
-    os.remove(stored.outputs_uri)
+    os.remove(local_path(stored.outputs_uri))
     assert catalog.get(key) is None
 
 

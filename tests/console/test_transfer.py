@@ -13,6 +13,7 @@ from flyteidl.service import dataproxy_pb2
 from google.protobuf import duration_pb2
 
 from flytelite.admin.dataproxy import DataProxyService
+from flytelite.storage.blobstore import local_path
 from flytelite.storage.signing import Grant, UrlSigner, upload_url
 
 
@@ -32,7 +33,7 @@ def location(console, data: bytes, filename: str = "fast123.tar.gz", **kw) -> da
 
 def leftovers(console) -> list[str]:
     found = []
-    for folder, _dirs, files in os.walk(console.ctx.blobs.root):
+    for folder, _dirs, files in os.walk(console.ctx.blobs.folder):
         found += [os.path.join(folder, f) for f in files]
     return found
 
@@ -43,9 +44,11 @@ def test_put_stores_the_body_at_native_url(console):
     assert loc.signed_url.startswith(console.url + "/dataproxy/upload/")
     resp = requests.put(loc.signed_url, data=data, headers={"Content-MD5": b64(md5(data)), **loc.headers})
     assert resp.status_code == 200, resp.text
-    with open(loc.native_url, "rb") as f:
+    # A local store hands out local:// URIs (flytekit treats them as remote, fsspec opens them as files).
+    assert loc.native_url.startswith("local:///")
+    with open(local_path(loc.native_url), "rb") as f:
         assert f.read() == data
-    assert leftovers(console) == [loc.native_url]
+    assert leftovers(console) == [local_path(loc.native_url)]
 
 
 def test_put_without_content_md5_header_still_checks_the_signed_md5(console):
@@ -149,8 +152,9 @@ def test_signed_path_escaping_through_a_symlink_is_refused(console, tmp_path):
     blobs = console.ctx.blobs
     outside = tmp_path / "outside"
     outside.mkdir()
-    os.makedirs(f"{blobs.uploads_prefix()}/flytesnacks/development")
-    os.symlink(outside, f"{blobs.uploads_prefix()}/flytesnacks/development/root")
+    uploads = local_path(blobs.uploads_prefix())
+    os.makedirs(f"{uploads}/flytesnacks/development")
+    os.symlink(outside, f"{uploads}/flytesnacks/development/root")
     with pytest.raises(Exception, match="not inside flytelite's blob store"):
         location(console, b"abc", filename_root="root")
     assert list(outside.iterdir()) == []

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import importlib
+import sys
 import textwrap
 import uuid
 from pathlib import Path
 
 import pytest
-from flytekit.exceptions.user import FlyteEntityNotExistException
+from flyteidl.admin import workflow_pb2
+from flytekit.clients.raw import RawSynchronousFlyteClient
+from flytekit.exceptions.user import FlyteEntityNotExistException, FlyteInvalidInputException
 from flytekit.models.core.identifier import Identifier, ResourceType
 
+from flytelite.storage.blobstore import local_path
+from tests.admin.harness import reorder_upstreams, spec_of
 from tests.e2e.flyte_cli import pyflyte
 
 pytestmark = pytest.mark.e2e
@@ -32,13 +38,57 @@ adder_fixed = LaunchPlan.get_or_create(adder, name="{package}_adder_fixed", fixe
 '''
 
 
-def write_package(root: Path, package: str, retries: int = 0) -> Path:
+# Nodes with two upstream nodes inside branch arms, a nested branch and a subworkflow: flytekit lists
+# them from a Python set, so each process may write them in another order.
+BRANCHY = '''
+from flytekit import conditional, task, workflow
+
+
+@task
+def bump(x: int) -> int:
+    return x + 1
+
+
+@task
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@workflow
+def pair_sum(a: int, b: int) -> int:
+    return add(a=bump(x=a), b=bump(x=b))
+
+
+@workflow
+def branchy(x: int = 1, outer: bool = True, inner: bool = True) -> int:
+    a, b = bump(x=x), bump(x=x)
+    return (
+        conditional("outer")
+        .if_(outer.is_true())
+        .then(conditional("inner").if_(inner.is_true()).then(add(a=a, b=b)).else_().then(add(a=b, b=a)))
+        .else_()
+        .then(pair_sum(a=a, b=b))
+    )
+'''
+
+
+def write_package(root: Path, package: str, retries: int = 0, flows: str | None = None) -> Path:
     """A project folder (no __init__.py) holding one package, as pyflyte register expects."""
     pkg = root / package
     pkg.mkdir(parents=True, exist_ok=True)
     (pkg / "__init__.py").write_text("")
-    (pkg / "flows.py").write_text(textwrap.dedent(FLOWS.format(retries=retries, package=package)))
+    source = flows if flows is not None else FLOWS.format(retries=retries, package=package)
+    (pkg / "flows.py").write_text(textwrap.dedent(source))
     return root
+
+
+def import_flows(root: Path, package: str):
+    """The package's flows module in this process, under the name pyflyte register gave its entities."""
+    sys.path.insert(0, str(root))
+    try:
+        return importlib.import_module(f"{package}.flows")
+    finally:
+        sys.path.remove(str(root))
 
 
 def register(server, root: Path, package: str, version: str, *extra: str, check: bool = True):
@@ -102,4 +152,32 @@ def test_fast_register(server, remote, tmp_path):
     args = list(task.template.container.args)
     assert "pyflyte-fast-execute" in args
     tarball = args[args.index("--additional-distribution") + 1]
-    assert Path(tarball).exists(), tarball
+    # A local store hands out local:// URIs: remote to flytekit, a file on this machine.
+    assert tarball.startswith("local:///") and Path(local_path(tarball)).exists(), tarball
+
+
+def test_reregistration_ignores_upstream_order(server, remote, tmp_path):
+    """Re-running the same program re-registers cleanly though flytekit orders upstream nodes differently
+    in each process; a real change under the same version is still refused."""
+    package = f"reg_{uuid.uuid4().hex[:8]}"
+    root = write_package(tmp_path / "proj", package, flows=BRANCHY)
+    register(server, root, package, "v1", "--copy", "none")
+
+    def create(spec: workflow_pb2.WorkflowSpec) -> None:
+        # The raw client sends the protobuf as it is (flytekit's models would drop empty task overrides).
+        RawSynchronousFlyteClient.create_workflow(
+            remote.client, workflow_pb2.WorkflowCreateRequest(id=spec.template.id, spec=spec))
+
+    ours = spec_of(import_flows(root, package).branchy, "v1")
+    # Both orders of every two-element upstream list: at least one is not the order pyflyte sent.
+    for descending in (False, True):
+        create(reorder_upstreams(ours, descending))
+    wf = remote.fetch_workflow(name=f"{package}.flows.branchy", version="v1")
+    assert [n.id for n in wf.nodes] == ["n0", "n1", "n2"]
+
+    changed = reorder_upstreams(ours, descending=True)
+    nested_arm = changed.template.nodes[2].branch_node.if_else.case.then_node.branch_node.if_else.case.then_node
+    nested_arm.metadata.retries.retries = 3
+    with pytest.raises(FlyteInvalidInputException) as info:
+        create(changed)
+    assert "different content" in str(info.value.__cause__.details())

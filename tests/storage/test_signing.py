@@ -101,7 +101,7 @@ def test_resolve_refuses_a_signed_path_that_escapes_through_a_symlink(tmp_path, 
     signed = SignedBlobs(blobs, signer)
     outside = tmp_path / "outside"
     outside.mkdir()
-    os.symlink(outside, f"{blobs.root}/link")
+    os.symlink(outside, f"{blobs.folder}/link")
     token = signer.sign(Grant("PUT", "link/file.txt", NOW + 5))
     with pytest.raises(SignatureRejected, match="leaves the blob store"):
         signed.resolve(token, "PUT", NOW)

@@ -29,6 +29,7 @@ from flyteidl.core import errors_pb2, execution_pb2
 from flytelite.context import Context
 from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
+from flytelite.propeller.plugins.task_site import IMAGE_ENV, task_process_env
 from flytelite.propeller.plugins.template import TemplateError, TemplateParams, render
 from flytelite.propeller.plugins.warm.pool import (
     PoolFull,
@@ -349,6 +350,7 @@ class LocalProcessPlugin(Plugin):
             "FLYTE_ATTEMPT_NUMBER": str(tctx.attempt),
             "PYTHONUNBUFFERED": "1",
             processes.MARKER_ENV: tctx.state["marker"],
+            IMAGE_ENV: tctx.task.container.image,
         })
         if self.ctx.public_url:
             env["FLYTE_EXECUTION_URL"] = (f"{self.ctx.public_url}/console/projects/{project}/domains/{domain}"
@@ -362,7 +364,7 @@ class LocalProcessPlugin(Plugin):
                 env["FLYTE_PLATFORM_INSECURE"] = "true" if url.scheme == "http" else "false"
         # pyflyte-fast-execute starts `pyflyte-execute` through PATH: it must be the image's one.
         env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
-        return env
+        return task_process_env(env)
 
     def _logs(self, tctx: TaskExecutionContext) -> list[execution_pb2.TaskLog]:
         path = Path(tctx.state["log_path"])
@@ -390,14 +392,22 @@ def _start_time(proc) -> int | None:
 
 
 def _ensure_dest_dir(argv: list[str], work_dir: Path) -> list[str]:
-    """`--dest-dir` (where the code tarball is unpacked) must exist, and must be this attempt's own."""
+    """`--dest-dir` (where the code tarball is unpacked) must exist, and must be this attempt's own.
+
+    A relative one (flytekit's default is `.`) already is, as the attempt runs in its own folder; it
+    stays as written, because flytekit serializes it into what a running task registers (an eager
+    workflow's tasks), which must equal what `pyflyte register` registered from outside.
+    """
     argv = list(argv)
     for i, arg in enumerate(argv[:-1]):
         if arg == "--dest-dir":
             dest = argv[i + 1]
-            # An absolute dest dir would be shared by every attempt (and code version): keep it per attempt.
-            path = work_dir / "code" if os.path.isabs(dest) else work_dir / dest
+            if os.path.isabs(dest):
+                # An absolute dest dir would be shared by every attempt (and code version): keep it per attempt.
+                path = work_dir / "code"
+                argv[i + 1] = str(path)
+            else:
+                path = work_dir / dest
             path.mkdir(parents=True, exist_ok=True)
-            argv[i + 1] = str(path)
             break
     return argv

@@ -8,6 +8,12 @@ attempt is never started twice. A zygote that dies is started again on the next 
 had forked keep running and are adopted like any process the server did not start (pid + start time).
 The items of one map task may run one after another in a worker (see zygote.py and child.py): their
 WarmAttempt's pid is the worker's, and its exit is the item's end, reported while the worker lives on.
+
+A zygote follows its environment: before each attempt the pool stats the folders the zygote's interpreter
+installs packages into (and flytekit's own file), as the zygote reported them when it started. A package
+installed or removed since then means what the zygote imported is stale, so a new zygote takes the attempt;
+the old one drains: it forks nothing more, its idle workers end, and it exits after its running attempts,
+whose exits it still reports.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 
 from flytelite.propeller.plugins import processes
+from flytelite.propeller.plugins.task_site import task_process_env
+from flytelite.propeller.plugins.warm.environment import EnvironmentSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +107,10 @@ class PoolFull(Exception):
     """Every warm slot (engine.warm_pool_size) is taken: nothing was started; the attempt is called back."""
 
 
+class ZygoteRetired(OSError):
+    """The zygote was retired (its environment changed) before the request was sent: nothing was started."""
+
+
 class WarmAttempt:
     """A forked attempt: what the plugin needs of a Popen, with exit news from the zygote."""
 
@@ -152,11 +164,16 @@ class Zygote:
 
     def __init__(self, interpreter: str, log_path: Path, worker_idle_seconds: float = WORKER_IDLE_SECONDS):
         self.interpreter = interpreter
-        self.env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.env = task_process_env(dict(os.environ, PYTHONUNBUFFERED="1"))
         self.ready = threading.Event()
         self.info: dict = {}
         self.alive = True
+        # Set once retired: it takes no new attempts and exits after those it runs.
+        self.draining = False
         self.started_at = time.monotonic()
+        # What the zygote imported from, as it was when it started (known once it is ready).
+        self.environment = EnvironmentSnapshot()
+        self._spawned_ns = time.time_ns()
         self._attempts: dict[int, WarmAttempt] = {}
         self._pending: dict[int, Future] = {}
         self._next_id = 0
@@ -182,13 +199,10 @@ class Zygote:
     def accepts(self, env: dict[str, str]) -> bool:
         return starts_alike(env, self.env)
 
-    def stale(self) -> bool:
-        """The interpreter's flytekit was reinstalled since the zygote imported it."""
-        path = self.info.get("flytekit_file")
-        try:
-            return path is not None and os.stat(path).st_mtime_ns != self.info.get("flytekit_mtime")
-        except OSError:
-            return True
+    def stale(self) -> str | None:
+        """What changed in the interpreter's environment since the zygote started (a package folder or
+        flytekit's file), or None."""
+        return self.environment.changed()
 
     def run(self, command: list[str], env: dict[str, str], cwd: str, log_path: str,
             group: str | None = None) -> WarmAttempt:
@@ -202,7 +216,13 @@ class Zygote:
         request = {"op": "run", "id": request_id, "argv": command, "env": env, "cwd": cwd, "log": log_path,
                    "tmp": os.path.join(scratch, "tmp"), "pid_file": os.path.join(scratch, "pid"),
                    "bin_dir": os.path.dirname(self.interpreter), "group": group}
-        if not self.send(request):
+        with self._send_lock:
+            sent = not self.draining and self._send(request)
+        if not sent:
+            with self._lock:
+                self._pending.pop(request_id, None)
+            if self.draining:
+                raise ZygoteRetired(f"the zygote for {self.interpreter} (pid {self.proc.pid}) was retired")
             raise OSError(f"the zygote for {self.interpreter} is gone")
         try:
             return future.result(timeout=FORK_ANSWER_SECONDS)
@@ -212,13 +232,23 @@ class Zygote:
                           f"request in {FORK_ANSWER_SECONDS:.0f}s; it was stopped") from None
 
     def send(self, message: dict) -> bool:
-        data = json.dumps(message).encode() + b"\n"
+        with self._send_lock:
+            return self._send(message)
+
+    def _send(self, message: dict) -> bool:
         try:
-            with self._send_lock:
-                self._sock.sendall(data)
+            self._sock.sendall(json.dumps(message).encode() + b"\n")
             return True
         except OSError:
             return False
+
+    def drain(self) -> None:
+        """Take no new attempts; the zygote ends its idle workers and exits once its children have exited."""
+        with self._send_lock:
+            if self.draining:
+                return
+            self.draining = True
+            self._send({"op": "drain"})
 
     def stop(self, kill: bool = False) -> None:
         """Close the control socket (the zygote exits; its running children do not)."""
@@ -266,10 +296,8 @@ class Zygote:
             if future is not None:
                 future.set_exception(OSError(msg["error"]))
         elif ev == "ready":
-            try:
-                msg["flytekit_mtime"] = os.stat(msg["flytekit_file"]).st_mtime_ns
-            except OSError:
-                pass
+            self.environment = EnvironmentSnapshot.from_ready(msg.get("site_dirs") or {}, msg["flytekit_file"],
+                                                              self._spawned_ns)
             self.info = msg
             if msg.get("threads") != 1:
                 log.warning("the zygote for %s runs %s threads after importing flytekit: forking it is unsafe, "
@@ -303,6 +331,8 @@ class WarmPool:
         self._running = 0
         self._waiting: list[Callable[[], None]] = []
         self._zygotes: dict[str, Zygote] = {}
+        # Retired zygotes still running attempts (stopped with the pool).
+        self._draining: list[Zygote] = []
         self._broken: dict[str, float] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -323,37 +353,48 @@ class WarmPool:
         command = pyflyte_command(argv)
         if command is None or env.get(RUNTIME_PACKAGES_ENV):
             return None
-        zygote = self._zygote(argv[0])
-        if zygote is None:
-            return None
-        if zygote.alive and zygote.ready.is_set() and zygote.stale():
-            log.info("flytekit changed under the zygote for %s: starting a new one", argv[0])
-            self._retire(zygote)
-            zygote = self._zygote(argv[0])
+        for _ in range(3):  # another attempt's launch may retire the zygote between our check and our request
+            zygote = self._current(argv[0])
+            if zygote is None or not zygote.accepts(env):
+                return None
+            with self._lock:
+                if self.size and self._running >= self.size:
+                    if on_room is not None:
+                        self._waiting.append(on_room)
+                    raise PoolFull(f"waiting for a warm worker: all {self.size} (engine.warm_pool_size) run tasks")
+                self._running += 1
+            try:
+                attempt = zygote.run(command, env, cwd, log_path, group or map_item_group(command))
+            except ZygoteRetired:
+                self._release()
+                continue
+            except BaseException:
+                self._release()
+                raise
+            attempt.on_exit(self._release)
+            with self._lock:
+                self.forks += 1
+                self.reused += attempt.reused
+            return attempt
+        return None
+
+    def _current(self, interpreter: str) -> Zygote | None:
+        """The interpreter's ready zygote, started again if its environment changed; None: run cold."""
+        for _ in range(2):
+            zygote = self._zygote(interpreter)
             if zygote is None:
                 return None
-        if not zygote.ready.wait(self.ready_seconds) or not zygote.usable:
-            if not zygote.alive:
-                self._mark_broken(zygote)
-            return None
-        if not zygote.accepts(env):
-            return None
-        with self._lock:
-            if self.size and self._running >= self.size:
-                if on_room is not None:
-                    self._waiting.append(on_room)
-                raise PoolFull(f"waiting for a warm worker: all {self.size} (engine.warm_pool_size) run tasks")
-            self._running += 1
-        try:
-            attempt = zygote.run(command, env, cwd, log_path, group or map_item_group(command))
-        except BaseException:
-            self._release()
-            raise
-        attempt.on_exit(self._release)
-        with self._lock:
-            self.forks += 1
-            self.reused += attempt.reused
-        return attempt
+            if not zygote.ready.wait(self.ready_seconds) or not zygote.usable:
+                if not zygote.alive:
+                    self._mark_broken(zygote)
+                return None
+            changed = zygote.stale()
+            if changed is None:
+                return zygote
+            log.info("%s changed since the zygote for %s (pid %d) started: a new zygote takes the next attempts, "
+                     "this one exits after those it runs", changed, interpreter, zygote.proc.pid)
+            self._retire(zygote)
+        return None  # changing again as fast as zygotes start: this attempt runs cold
 
     def _release(self) -> None:
         """A slot is free: everyone waiting tries again (one of them gets it, the others wait anew)."""
@@ -371,7 +412,8 @@ class WarmPool:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            zygotes, self._zygotes = list(self._zygotes.values()), {}
+            zygotes, self._zygotes = [*self._zygotes.values(), *self._draining], {}
+            self._draining = []
         for zygote in zygotes:
             zygote.stop()
 
@@ -406,10 +448,12 @@ class WarmPool:
             self._broken[zygote.interpreter] = time.monotonic() + RETRY_BROKEN_SECONDS
 
     def _retire(self, zygote: Zygote) -> None:
+        """The next launch starts a new zygote; this one drains (see Zygote.drain)."""
         with self._lock:
             if self._zygotes.get(zygote.interpreter) is zygote:
                 del self._zygotes[zygote.interpreter]
-        zygote.stop()
+            self._draining = [z for z in self._draining if z.alive and z is not zygote] + [zygote]
+        zygote.drain()
 
 
 def _safe(name: str) -> str:

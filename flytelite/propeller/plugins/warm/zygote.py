@@ -8,10 +8,18 @@ an item and ended it cleanly waits for the next sibling; a worker idle for the g
 retired. The zygote must never start threads, open gRPC channels, do flytekit I/O or import user
 code: all of that would be shared by (or broken in) every child.
 
+What the zygote imported (and flytekit decided at import: `lazy_module` placeholders for packages it
+did not find, sys.path from .pth files) is only true of the environment as it was. So the first thing
+it does is note the modification times of the folders installers write to (site-packages, user site)
+and report them when ready: the server compares them before each attempt and, when a package was
+installed or removed, sends "drain" and starts a new zygote. A draining zygote forks nothing more,
+retires its idle workers and exits once its last child is reaped (their exits are still reported).
+
 Protocol: JSON lines over the inherited unix socket <fd>.
   server -> zygote: {"op": "run", "id", "argv", "env", "cwd", "log", "tmp", "pid_file", "bin_dir", "group"}
-                    {"op": "kill", "pid", "id", "sig"}
-  zygote -> server: {"ev": "ready", ...}, {"ev": "started", "id", "pid", "start_time", "reused"},
+                    {"op": "kill", "pid", "id", "sig"}, {"op": "drain"}
+  zygote -> server: {"ev": "ready", "site_dirs": {path: mtime_ns | None}, ...},
+                    {"ev": "started", "id", "pid", "start_time", "reused"},
                     {"ev": "failed", "id", "error"},
                     {"ev": "exit", "pid", "code"} (code < 0: killed by that signal, as subprocess reports)
 A worker's item that ends cleanly is reported as an exit with code 0 while its process lives on.
@@ -28,14 +36,36 @@ import json
 import os
 import selectors
 import signal
+import site
 import socket
 import sys
+import sysconfig
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The script's own folder is not a place user code or flytekit is imported from.
 if sys.path and os.path.abspath(sys.path[0]) == HERE:
     del sys.path[0]
+
+
+def _site_dirs() -> dict[str, int | None]:
+    """The folders packages are installed into, with their mtimes (None: missing). Installing or removing a
+    package adds or removes a folder (its dist-info) in one of them, which changes that folder's mtime."""
+    # (Environments made by virtualenv before 20 have a site module of their own, without getsitepackages.)
+    dirs = {*getattr(site, "getsitepackages", list)(), sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}
+    if site.ENABLE_USER_SITE:
+        dirs.add(site.getusersitepackages())  # on sys.path only if it existed now: watched even if missing
+    seen = {}
+    for path in sorted(dirs):
+        try:
+            seen[path] = os.stat(path).st_mtime_ns
+        except OSError:
+            seen[path] = None
+    return seen
+
+
+# Noted before anything is imported from them: a change made while flytekit imports is seen as a change.
+SITE_DIRS = _site_dirs()
 
 # Imported once here so that children do not each import them (what a pyflyte-execute run needs).
 import flytekit.core.python_auto_container  # noqa: E402,F401  (after the sys.path fix above)
@@ -71,6 +101,8 @@ class Zygote:
         self.running: dict[int, int | None] = {}
         self.workers: dict[int, Worker] = {}
         self.selector = selectors.DefaultSelector()
+        # Set by "drain": fork nothing more (the server sends no more runs), exit once every child is reaped.
+        self.draining = False
         # SIGCHLD wakes the select loop through a self-pipe; children are reaped there, not in the handler.
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
@@ -87,8 +119,9 @@ class Zygote:
         import flytekit
 
         self.send({"ev": "ready", "pid": os.getpid(), "flytekit": flytekit.__version__,
-                   "flytekit_file": flytekit.__file__, "python": sys.version, "threads": _native_threads()})
-        while True:
+                   "flytekit_file": flytekit.__file__, "python": sys.version, "threads": _native_threads(),
+                   "site_dirs": SITE_DIRS})
+        while not (self.draining and not self.running):
             for key, _ in self.selector.select(self.idle_timeout()):
                 if key.data == "sigchld":
                     try:
@@ -113,6 +146,8 @@ class Zygote:
             request = json.loads(line)
             if request["op"] == "run":
                 self.run(request)
+            elif request["op"] == "drain":
+                self.draining = True
             elif request["op"] == "kill" and request["pid"] in self.running:
                 # Only an unreaped child (its pid cannot have been given to another process), and only while
                 # it still runs that attempt (a worker may have gone on to a sibling item).
@@ -231,7 +266,7 @@ class Zygote:
     def retire_idle(self) -> None:
         now = time.monotonic()
         for worker in list(self.workers.values()):
-            if self.idle(worker) and now - worker.idle_since >= self.worker_idle_seconds:
+            if self.idle(worker) and (self.draining or now - worker.idle_since >= self.worker_idle_seconds):
                 self.retire(worker)
 
     def retire(self, worker: Worker) -> None:

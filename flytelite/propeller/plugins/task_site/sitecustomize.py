@@ -1,0 +1,110 @@
+"""Loaded at start-up by every Python process of a task flytelite runs locally (this folder is put first
+on the task's PYTHONPATH); standard library only. It imports neither flytekit nor fsspec itself: it
+adjusts them right after the process first imports them, so a process that never uses them pays nothing.
+
+- `ImageSpec.is_container()`. An image built from a flytekit ImageSpec carries `_F_IMG_ID=<spec id>`,
+  which `is_container()` compares against, so module code guarded by it (imports of packages only the
+  image has) runs only inside that image. flytelite runs a task in the environment its image is mapped
+  to, which has no such variable: here `is_container()` is also true for the spec whose image name is
+  the task's image (FLYTELITE_TASK_IMAGE). flytekit's own answer is kept when it is already true.
+- `local://` URIs (a local blob store's blobs, which flytekit treats as remote). Writers to remote
+  storage expect no folders, as in an object store; fsspec's local files need them. Here `local://` is
+  served by a LocalFileSystem that creates parent folders when it writes, under a name pyarrow does not
+  replace by its own local filesystem (which never creates them).
+
+Another sitecustomize further along sys.path (a distribution's own) still runs after this one.
+"""
+
+import importlib.util
+import os
+import sys
+
+IMAGE_ENV = "FLYTELITE_TASK_IMAGE"
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def patch_image_spec(module) -> None:
+    spec_class = module.ImageSpec
+    original = spec_class.is_container
+    if getattr(original, "_flytelite", False):
+        return
+
+    def is_container(self) -> bool:
+        if original(self):
+            return True
+        image = os.environ.get(IMAGE_ENV)
+        if not image:
+            return False
+        try:
+            return self.image_name() == image
+        except Exception:  # noqa: BLE001 - a spec whose name cannot be computed here is not this image
+            return False
+
+    is_container._flytelite = True
+    spec_class.is_container = is_container
+
+
+def register_local_fs(module) -> None:
+    from fsspec.implementations.local import LocalFileSystem
+
+    class TaskLocalFileSystem(LocalFileSystem):
+        protocol = ("local",)
+
+        def __init__(self, auto_mkdir=True, **kwargs):
+            super().__init__(auto_mkdir=auto_mkdir, **kwargs)
+
+    TaskLocalFileSystem.__module__, TaskLocalFileSystem.__qualname__ = __name__, "TaskLocalFileSystem"
+    globals()["TaskLocalFileSystem"] = TaskLocalFileSystem  # so that pickled instances find their class
+    module.register_implementation("local", TaskLocalFileSystem, clobber=True)
+
+
+_PATCHES = {"flytekit.image_spec.image_spec": patch_image_spec, "fsspec": register_local_fs}
+
+
+class _PatchOnImport:
+    """Applies a module's patch right after the module is first imported."""
+
+    def find_spec(self, name, path=None, target=None):
+        patch = _PATCHES.get(name)
+        if patch is None or name in sys.modules:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            patch(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _install() -> None:
+    for name, patch in _PATCHES.items():
+        if name in sys.modules:
+            patch(sys.modules[name])
+    if not any(isinstance(f, _PatchOnImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _PatchOnImport())
+
+
+def _run_next_sitecustomize() -> None:
+    for entry in sys.path:
+        if not entry or os.path.abspath(entry) == _HERE:
+            continue
+        candidate = os.path.join(entry, "sitecustomize.py")
+        if os.path.isfile(candidate):
+            spec = importlib.util.spec_from_file_location("_next_sitecustomize", candidate)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return
+
+
+_install()
+if __name__ == "sitecustomize":
+    _run_next_sitecustomize()
