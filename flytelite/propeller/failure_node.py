@@ -5,26 +5,24 @@ workflow enters HandlingFailureNode and its failure node runs like any node whos
 is start-node (so it gets the workflow's inputs). A failure task that declares flytekit's `err`
 input gets the workflow's error in it. When the failure node succeeds the workflow fails with its
 original error; when the failure node itself fails (or times out) the workflow fails with that error.
+A failing subworkflow runs its own failure node the same way, inside the subworkflow node's scope
+(nodes/subworkflow.py, as FlytePropeller's HandleFailureNodeOfSubWorkflow).
 This module never touches the DAG's own nodes.
 """
 
 from __future__ import annotations
 
-from flyteidl.core import execution_pb2, literals_pb2, types_pb2
+from flyteidl.core import execution_pb2, literals_pb2, types_pb2, workflow_pb2
 
 from flytelite.propeller.execution_context import ExecutionRound
 from flytelite.propeller.phases import NODE_FAILED, NODE_PASSED, NodePhase
+from flytelite.propeller.scope import DagScope
 from flytelite.propeller.status import ErrorInfo
 
 # The input name flytekit gives a failure task's error (flytekit.types.error.FlyteError).
 ERROR_INPUT = "err"
 # The union variant tag flytekit's FlyteError transformer answers to.
 ERROR_TAG = "FlyteError"
-
-
-def is_failure_node(rnd: ExecutionRound, node_id: str) -> bool:
-    failure = rnd.workflow.failure_node
-    return failure is not None and failure.id == node_id
 
 
 def set_error_input(inputs: literals_pb2.LiteralMap, node_id: str, error: ErrorInfo | None) -> None:
@@ -41,19 +39,31 @@ def set_error_input(inputs: literals_pb2.LiteralMap, node_id: str, error: ErrorI
 
 
 def handle_failure_node(nodes, rnd: ExecutionRound) -> tuple[bool, ErrorInfo | None]:
-    """Move the failure node along; (done, error to fail the workflow with) once it is done.
+    """Move the workflow's failure node along; (done, error to fail the workflow with) once it is done.
 
     `nodes` is the NodeExecutor: the failure node is handled by its kind's handler like any node.
     """
-    node = rnd.workflow.failure_node
-    st = rnd.status.node(node.id)
+    error = rnd.status.error or ErrorInfo("UnknownError", f"Unknown error, last seen message [{rnd.status.message}]",
+                                          execution_pb2.ExecutionError.UNKNOWN)
+    return run_failure_node(nodes, rnd, nodes.top_scope(rnd), rnd.workflow.failure_node, error)
+
+
+def run_failure_node(nodes, rnd: ExecutionRound, scope: DagScope, node: workflow_pb2.Node,
+                     error: ErrorInfo) -> tuple[bool, ErrorInfo | None]:
+    """Move the failure node of the workflow `scope` runs along; (done, error the workflow fails with).
+
+    The node runs in `scope` (its status among the scope's, its id derived from the scope's parent),
+    with `error`, the error the workflow failed with, for its `err` input.
+    """
+    st = scope.status(node.id)
     if st.phase not in NODE_PASSED and st.phase not in NODE_FAILED:
-        nodes.handle_node(rnd, node.id)
+        scope.failure_error = error
+        nodes.handle_node(rnd, node.id, scope)
     if st.phase == NodePhase.TIMED_OUT:
         return True, ErrorInfo("TimedOut", "FailureNode Timed-out", execution_pb2.ExecutionError.USER)
     if st.phase in NODE_FAILED:
-        return True, st.error or ErrorInfo("FailureNodeFailed", f"failure node {node.id} failed",
+        return True, st.error or ErrorInfo("FailureNodeFailed", f"failure node {scope.unique_id(node.id)} failed",
                                            execution_pb2.ExecutionError.USER)
     if st.phase in NODE_PASSED:
-        return True, rnd.status.error
+        return True, error
     return False, None

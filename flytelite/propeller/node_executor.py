@@ -19,7 +19,7 @@ from flyteidl.core import execution_pb2, literals_pb2
 
 from flytelite.propeller.bindings import BindingError, resolve_bindings
 from flytelite.propeller.execution_context import ExecutionRound
-from flytelite.propeller.failure_node import is_failure_node, set_error_input
+from flytelite.propeller.failure_node import set_error_input
 from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
 from flytelite.propeller.nodes.registry import HandlerRegistry
 from flytelite.propeller.phases import NODE_ACTIVE, NODE_FAILED, NODE_PASSED, NodePhase, node_event_phase
@@ -186,7 +186,7 @@ class NodeExecutor:
 
         True if queued, False if not ready (or skipped, or failed), None if it waits for parallelism.
         """
-        rnd, st, node_id = nctx.round, nctx.status, nctx.node_id
+        rnd, st = nctx.round, nctx.status
         scope, spec_id = nctx.scope or self.top_scope(rnd), nctx.node.id
         st.data_dir = scope.node_data_dir(spec_id)
         st.output_dir = posixpath.join(st.data_dir, str(st.attempts))
@@ -211,8 +211,8 @@ class NodeExecutor:
             info = PhaseInfo.failure("BindingResolutionFailure", str(e), kind=SYSTEM)
             self._transition(nctx, info, NodePhase.FAILED)
             return False
-        if not scope.nested and is_failure_node(rnd, node_id):
-            set_error_input(inputs, node_id, rnd.status.error)
+        if scope.failure_error is not None:
+            set_error_input(inputs, spec_id, scope.failure_error)
         rnd.ctx.blobs.write_proto(nctx.input_uri, inputs)
         st.queued_at = iso(rnd.now)
         self._transition(nctx, PhaseInfo(EPhase.QUEUED, reason="node queued"), NodePhase.QUEUED)
@@ -269,6 +269,7 @@ class NodeExecutor:
         st.task = None
         # A new attempt of a nested node runs its children afresh (their ids carry the attempt).
         st.sub_nodes, st.branch_taken, st.dynamic_phase = {}, None, None
+        st.workflow_phase, st.workflow_error = None, None
         st.phase = NodePhase.RUNNING
         st.last_attempt_started_at = iso(nctx.round.now)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from flyteidl.core import compiler_pb2, identifier_pb2, tasks_pb2, workflow_pb2
 
 from flytelite.propeller.phases import NODE_PASSED
-from flytelite.propeller.status import NodeStatus
+from flytelite.propeller.status import ErrorInfo, NodeStatus
 from flytelite.propeller.workflow import END_NODE, ExecutableWorkflow
 
 MAX_UNIQUE_ID_LENGTH = 20
@@ -83,6 +83,9 @@ class DagScope:
         self.inputs_uri = inputs_uri
         # The enclosing scope, whose nodes a branch arm's bindings may name.
         self.outer = outer
+        # Set only on the scope a workflow's failure node runs in: the error it handles, for its `err`
+        # input (FlytePropeller's FailureNodeLookup.OriginalError).
+        self.failure_error: ErrorInfo | None = None
 
     @property
     def nested(self) -> bool:

@@ -90,6 +90,10 @@ class NodeStatus:
     sub_nodes: dict[str, NodeStatus] = field(default_factory=dict)
     branch_taken: str | None = None
     dynamic_phase: str | None = None
+    # Subworkflow node (Flyte's WorkflowNodeState): "failing" once its subworkflow failed, while the
+    # subworkflow's own failure node runs, with the error the subworkflow failed with. Reset on every retry.
+    workflow_phase: str | None = None
+    workflow_error: ErrorInfo | None = None
     # Array node (map task): flytelite.propeller.array.state.ArrayState as a dict.
     array: dict[str, Any] | None = None
 
@@ -98,8 +102,9 @@ class NodeStatus:
         data = dict(data)
         if data.get("sub_nodes"):
             data["sub_nodes"] = {k: NodeStatus.from_dict(v) for k, v in data["sub_nodes"].items()}
-        if data.get("error"):
-            data["error"] = ErrorInfo(**data["error"])
+        for name in ("error", "workflow_error"):
+            if data.get(name):
+                data[name] = ErrorInfo(**data[name])
         if data.get("task") is not None:
             data["task"] = TaskStatus(**data["task"])
         known = {f.name for f in dataclasses.fields(cls)}

@@ -49,6 +49,37 @@ def test_on_failure_handler_runs_with_the_error_and_the_execution_fails_with_the
     assert [t.closure.phase for t in nodes["fn0"].task_executions] == [TaskPhase.SUCCEEDED]
 
 
+def test_a_failing_subworkflow_runs_its_own_on_failure_then_the_parent_runs_its_own(server, remote, flows, tmp_path):
+    """flytesnacks' failure_node.py example: clean_up runs twice, for the subworkflow and then for the parent."""
+    markers = tmp_path / "markers"
+    name = run_remote(server, flows, "fh_flows.py", "fh_cluster_wf", "--marker_dir", str(markers))
+    execution = wait(remote, name)
+    assert execution.closure.phase == WorkflowExecutionPhase.FAILED
+    sub_cleanup = json.loads((markers / "cleanup-another_cluster.json").read_text())
+    parent_cleanup = json.loads((markers / "cleanup-my_cluster.json").read_text())
+    assert sub_cleanup["at"] < parent_cleanup["at"]
+    # The subworkflow's failure node gets the error of the subworkflow's failed node.
+    assert "fh_cluster_job failed on 1 sub" in sub_cleanup["message"] and sub_cleanup["failed_node_id"] == "fn0"
+    assert parent_cleanup["failed_node_id"] == "fn0"
+    assert (markers / "created-another_cluster").exists() and not (markers / "deleted-another_cluster").exists()
+    nodes = execution.node_executions
+    # The subworkflow node fails with its own original error once its failure node succeeded.
+    sub = nodes["n1"]
+    assert sub.closure.phase == NodePhase.FAILED
+    # (Listed node executions carry trimmed errors; Get returns the whole message.)
+    assert "fh_cluster_job failed on 1 sub" in remote.client.get_node_execution(sub.id).closure.error.message
+    children = sub.subworkflow_node_executions
+    assert children["n1-0-n1"].closure.phase == NodePhase.FAILED
+    assert "n1-0-n2" not in children
+    sub_failure = children["n1-0-fn0"]
+    assert sub_failure.metadata.spec_node_id == "fn0" and sub_failure.closure.phase == NodePhase.SUCCEEDED
+    assert [t.closure.phase for t in sub_failure.task_executions] == [TaskPhase.SUCCEEDED]
+    assert nodes["n2"].closure.phase == NodePhase.FAILED
+    # The parent's failure node ran once the subworkflow node, and so its failure node, were done.
+    assert nodes["fn0"].closure.phase == NodePhase.SUCCEEDED
+    assert nodes["fn0"].closure.created_at >= sub.closure.updated_at >= sub_failure.closure.updated_at
+
+
 def test_fail_after_executable_nodes_complete_lets_independent_branches_finish(server, remote, flows, tmp_path):
     markers = tmp_path / "markers"
     name = run_remote(server, flows, "fh_flows.py", "fh_keep_going_wf", "--marker_dir", str(markers))

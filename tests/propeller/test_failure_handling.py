@@ -185,3 +185,119 @@ def test_a_failure_workflow_runs_as_a_subworkflow_with_the_error(tmp_path):
     assert status.nodes["fn0"].phase == NodePhase.SUCCEEDED
     assert seen["x"] == 3
     assert seen["err"].scalar.union.value.scalar.error.message == "ValueError: step saw 3"
+
+
+# -- a subworkflow's own failure node (FlytePropeller's HandleFailingSubWorkflow) ----------------
+@task
+def fh_sibling(x: int) -> int:
+    return x
+
+
+@workflow(on_failure=fh_cleanup)
+def fh_sub_with_cleanup(x: int) -> int:
+    fh_sibling(x=x)
+    return fh_step(x=x)
+
+
+@workflow(on_failure=fh_cleanup)
+def fh_parent_of_failing_sub(x: int) -> int:
+    # n0 turns 2 into 3, which the subworkflow n1's own step (n1-0-n1) refuses.
+    return fh_sub_with_cleanup(x=fh_step(x=x))
+
+
+SUB_IN_PROCESS = {**IN_PROCESS, "fh_sibling": "in-process"}
+
+
+def _event_index(sink, node_id: str, phase: str) -> int:
+    return next(i for i, e in enumerate(sink.events) if e.DESCRIPTOR.name == "NodeExecutionEvent"
+                and e.id.node_id == node_id and h.node_phase_name(e.phase) == phase)
+
+
+def test_a_failing_subworkflow_runs_its_own_failure_node_then_the_parent_runs_its_own(tmp_path):
+    ctx = h.make_context(tmp_path)
+    cleanups = {}
+
+    def cleanup(inputs, attempt):
+        cleanups[inputs["x"]] = inputs["err"].scalar.union.value.scalar.error
+        return {}
+
+    plugin = InProcessPlugin({"fh_step": failing_step, "fh_sibling": lambda i, a: KEEP_RUNNING, "fh_cleanup": cleanup})
+    closure = h.compile_entity(fh_parent_of_failing_sub, SUB_IN_PROCESS)
+    key = h.create_execution(ctx, closure, {"x": 2}, "subonfailure")
+    status, sink = run_engine(ctx, plugin, key)
+
+    assert status.phase == WorkflowPhase.FAILED
+    assert h.workflow_error(sink).message == "ValueError: step saw 3"
+    # The subworkflow's failure node ran first, with the subworkflow's inputs and error; then the parent's.
+    cleanup_calls = [n for n, _ in plugin.calls if n.endswith("fn0")]
+    assert cleanup_calls == ["n1-0-fn0", "fn0"]
+    error = types_pb2.Error(message="ValueError: step saw 3", failed_node_id="fn0")
+    assert cleanups == {3: error, 2: error}
+    # The subworkflow's running sibling was aborted, once, before its failure node started.
+    assert plugin.aborted.count("n1-0-n0") == 1
+    assert sink.node_phases("n1-0-n0")[-1] == "ABORTED" and sink.node_phases("n1-0-n0").count("ABORTED") == 1
+    assert _event_index(sink, "n1-0-n0", "ABORTED") < _event_index(sink, "n1-0-fn0", "QUEUED")
+    # The failure node is a child of the subworkflow node: its id, parent and data derive from it.
+    first = sink.node_events("n1-0-fn0")[0]
+    assert first.spec_node_id == "fn0" and first.parent_node_metadata.node_id == "n1" and first.retry_group == "0"
+    assert first.input_uri.endswith("/n1/data/0/fn0/inputs.pb")
+    assert sink.node_phases("n1-0-fn0")[0] == "QUEUED" and sink.node_phases("n1-0-fn0")[-1] == "SUCCEEDED"
+    assert status.nodes["n1"].sub_nodes["fn0"].phase == NodePhase.SUCCEEDED
+    # The subworkflow node ran until its failure node was done, then failed with the subworkflow's error.
+    assert sink.node_phases("n1") == ["QUEUED", "RUNNING", "FAILED"]
+    assert sink.node_events("n1")[-1].error.message == "ValueError: step saw 3"
+    assert status.nodes["n1"].phase == NodePhase.FAILED
+    assert _event_index(sink, "n1-0-fn0", "SUCCEEDED") < _event_index(sink, "n1", "FAILED")
+    assert _event_index(sink, "n1", "FAILED") < _event_index(sink, "fn0", "QUEUED")
+    assert not sink.node_events("fn0")[0].HasField("parent_node_metadata")
+
+
+def test_a_failing_subworkflow_failure_node_fails_the_subworkflow_node_with_its_own_error(tmp_path):
+    ctx = h.make_context(tmp_path)
+    parent_saw = {}
+
+    def cleanup(inputs, attempt):
+        if inputs["x"] == 3:
+            raise RuntimeError("the subworkflow's cleanup broke")
+        parent_saw["err"] = inputs["err"].scalar.union.value.scalar.error.message
+        return {}
+
+    plugin = InProcessPlugin({"fh_step": failing_step, "fh_sibling": lambda i, a: {"o0": 0}, "fh_cleanup": cleanup})
+    closure = h.compile_entity(fh_parent_of_failing_sub, SUB_IN_PROCESS)
+    key = h.create_execution(ctx, closure, {"x": 2}, "subcleanupfails")
+    status, sink = run_engine(ctx, plugin, key)
+
+    assert status.phase == WorkflowPhase.FAILED
+    assert status.nodes["n1"].sub_nodes["fn0"].phase == NodePhase.FAILED
+    assert status.nodes["n1"].phase == NodePhase.FAILED
+    # The failure node's error masks the subworkflow's, as in Flyte; the parent's failure node gets it.
+    assert sink.node_events("n1")[-1].error.message == "RuntimeError: the subworkflow's cleanup broke"
+    assert parent_saw["err"] == "RuntimeError: the subworkflow's cleanup broke"
+    assert h.workflow_error(sink).message == "RuntimeError: the subworkflow's cleanup broke"
+    assert status.nodes["fn0"].phase == NodePhase.SUCCEEDED
+
+
+def test_terminating_while_a_subworkflow_failure_node_runs_aborts_only_it(tmp_path):
+    ctx = h.make_context(tmp_path)
+    plugin = InProcessPlugin({"fh_step": failing_step, "fh_sibling": lambda i, a: KEEP_RUNNING,
+                              "fh_cleanup": lambda i, a: KEEP_RUNNING})
+    closure = h.compile_entity(fh_parent_of_failing_sub, SUB_IN_PROCESS)
+    key = h.create_execution(ctx, closure, {"x": 2}, "subcleanupabort")
+
+    async def during(engine):
+        await h.wait_for(lambda: "n1-0-fn0" in plugin.running)
+        status = h.load(ctx, key)[1]
+        # The subworkflow node (and so its parent) keeps running while its failure node runs.
+        assert status.phase == WorkflowPhase.RUNNING and status.nodes["n1"].phase == NodePhase.RUNNING
+        with ctx.db.session() as s:
+            s.get(FlyteWorkflow, key).abort_cause = "stop the subworkflow's cleanup"
+        engine.notify(key)
+
+    status, sink = run_engine(ctx, plugin, key, during=during)
+    assert status.phase == WorkflowPhase.ABORTED
+    # The sibling was aborted when the subworkflow failed, not again on terminate.
+    assert plugin.aborted.count("n1-0-n0") == 1
+    assert plugin.aborted.count("n1-0-fn0") == 1 and plugin.aborted[-1] == "n1-0-fn0"
+    assert sink.node_phases("n1-0-n0").count("ABORTED") == 1
+    assert sink.node_phases("n1-0-fn0")[-1] == "ABORTED" and sink.node_phases("n1")[-1] == "ABORTED"
+    assert "fn0" not in status.nodes

@@ -3,7 +3,10 @@
 A workflow node with a sub_workflow_ref runs that compiled subworkflow from the closure as a nested
 scope: its start-node outputs the node's inputs, its nodes' statuses live in this node's status and
 their data under this node's output dir, their execution ids derive from this node's. The node
-succeeds with the subworkflow's end-node outputs, or fails with the error of the child that failed.
+succeeds with the subworkflow's end-node outputs. When the subworkflow fails the node stays running
+while it fails as a workflow does (Flyte's WorkflowNodePhaseFailing): the subworkflow's other nodes
+are aborted, its own failure node (`@workflow(on_failure=...)`) runs with the error, and then the
+node fails, with the subworkflow's error or, if the failure node failed, with the failure node's.
 (Launch-plan references are another kind: nodes/launch_plan.py.)
 """
 
@@ -14,18 +17,22 @@ import posixpath
 from flyteidl.core import execution_pb2
 
 from flytelite.idl.ids import describe
+from flytelite.propeller.failure_node import run_failure_node
 from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
+from flytelite.propeller.phases import NodePhase
 from flytelite.propeller.scope import DagScope
 from flytelite.propeller.workflow import END_NODE
 
 SYSTEM = execution_pb2.ExecutionError.SYSTEM
 SUBWORKFLOW_FAILED = "SubWorkflowExecutionFailed"
+# NodeStatus.workflow_phase once the subworkflow failed (Flyte's WorkflowNodePhaseFailing).
+FAILING = "failing"
+# Why the subworkflow's remaining nodes are aborted (FlytePropeller's HandleFailingSubWorkflow).
+ABORT_REASON = "subworkflow failed"
 
 
 class SubworkflowHandler(NodeHandler):
     kind = "subworkflow"
-    # Failing must abort the children still running (finalize_required routes FAILED through FAILING).
-    finalize_required = True
 
     def handle(self, nctx: NodeExecutionContext) -> PhaseInfo:
         scope = self.child_scope(nctx)
@@ -33,16 +40,42 @@ class SubworkflowHandler(NodeHandler):
             ref = nctx.node.workflow_node.sub_workflow_ref
             return PhaseInfo.failure(SUBWORKFLOW_FAILED, f"failed to find sub workflow with ID [{describe(ref)}] "
                                      f"in the compiled workflow of node {nctx.node_id}", kind=SYSTEM)
-        outcome = nctx.executor.walk_dag(nctx.round, scope)
-        if outcome.error is not None:
-            return PhaseInfo(EPhase.FAILED, reason=outcome.error.message, error=outcome.error)
-        if not outcome.complete:
+        st = nctx.status
+        if st.workflow_phase != FAILING:
+            outcome = nctx.executor.walk_dag(nctx.round, scope)
+            if outcome.error is None:
+                return copy_end_outputs(nctx, scope, "Subworkflow") if outcome.complete else PhaseInfo.running()
+            # The subworkflow failed: stop what else it runs, once, and fail it as a workflow fails. As in
+            # Flyte the node reports running meanwhile; its failure node starts in the next round, at once.
+            nctx.executor.abort_dag(nctx.round, scope, ABORT_REASON)
+            st.workflow_phase, st.workflow_error = FAILING, outcome.error
+            nctx.round.requeue_now = True
             return PhaseInfo.running()
-        return copy_end_outputs(nctx, scope, "Subworkflow")
+        return self.handle_failing(nctx, scope)
+
+    def handle_failing(self, nctx: NodeExecutionContext, scope: DagScope) -> PhaseInfo:
+        """Run the subworkflow's own failure node, if it has one; then the node fails
+        (FlytePropeller's HandleFailingSubWorkflow and HandleFailureNodeOfSubWorkflow)."""
+        original = nctx.status.workflow_error
+        failure = scope.dag.failure_node
+        if failure is None:
+            return PhaseInfo(EPhase.FAILED, reason=original.message, error=original)
+        done, error = run_failure_node(nctx.executor, nctx.round, scope, failure, original)
+        if not done:
+            return PhaseInfo.running()
+        if scope.status(failure.id).phase == NodePhase.FAILED:
+            # The failure node's error masks the subworkflow's. (A timed-out one does not, as in Flyte.)
+            return PhaseInfo(EPhase.FAILED, reason=error.message, error=error)
+        return PhaseInfo(EPhase.FAILED, reason=original.message, error=original)
 
     def abort(self, nctx: NodeExecutionContext, reason: str) -> None:
         scope = self.child_scope(nctx)
-        if scope is not None:
+        if scope is None:
+            return
+        if nctx.status.workflow_phase == FAILING and scope.dag.failure_node is not None:
+            # The subworkflow's own nodes were aborted when it failed; only its failure node may still run.
+            nctx.executor.abort_dag(nctx.round, scope, reason, [scope.dag.failure_node.id])
+        else:
             nctx.executor.abort_dag(nctx.round, scope, reason)
 
     def child_scope(self, nctx: NodeExecutionContext) -> DagScope | None:

@@ -36,6 +36,45 @@ def fh_on_failure_wf(x: int, marker_dir: str) -> int:
     return fh_refuse(x=x, marker_dir=marker_dir)
 
 
+# -- a subworkflow's own on_failure, then the parent's (flytesnacks' failure_node.py example) ------
+@task
+def fh_create_cluster(name: str, marker_dir: str) -> None:
+    _mark(marker_dir, f"created-{name}")
+
+
+@task
+def fh_cluster_job(a: int, b: str) -> None:
+    raise ValueError(f"fh_cluster_job failed on {a} {b}")
+
+
+@task
+def fh_delete_cluster(name: str, marker_dir: str) -> None:
+    _mark(marker_dir, f"deleted-{name}")
+
+
+@task
+def fh_clean_up(name: str, marker_dir: str, err: FlyteError | None = None) -> None:
+    _mark(marker_dir, f"cleanup-{name}.json", {"at": time.time(), "message": err.message if err else None,
+                                               "failed_node_id": err.failed_node_id if err else None})
+
+
+@workflow(on_failure=fh_clean_up)
+def fh_cluster_subwf(name: str, marker_dir: str) -> None:
+    c = fh_create_cluster(name=name, marker_dir=marker_dir)
+    t = fh_cluster_job(a=1, b="sub")
+    d = fh_delete_cluster(name=name, marker_dir=marker_dir)
+    c >> t >> d
+
+
+@workflow(on_failure=fh_clean_up, failure_policy=WorkflowFailurePolicy.FAIL_AFTER_EXECUTABLE_NODES_COMPLETE)
+def fh_cluster_wf(marker_dir: str, name: str = "my_cluster") -> None:
+    c = fh_create_cluster(name=name, marker_dir=marker_dir)
+    fh_cluster_subwf(name="another_cluster", marker_dir=marker_dir)
+    t = fh_cluster_job(a=1, b="parent")
+    d = fh_delete_cluster(name=name, marker_dir=marker_dir)
+    c >> t >> d
+
+
 # -- FAIL_AFTER_EXECUTABLE_NODES_COMPLETE -----------------------------------------------------
 @task
 def fh_fail_fast(marker_dir: str) -> int:
