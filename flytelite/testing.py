@@ -76,9 +76,14 @@ class RunningServer:
         return self.log_path.read_text(errors="replace")
 
 
-def make_server(tmp_path: Path) -> RunningServer:
+def make_server(tmp_path: Path, config: str = "") -> RunningServer:
+    """A server (not started) with its home in `tmp_path`; `config` is the YAML of its --config file."""
     home = tmp_path / "flytelite-home"
     port = free_port()
-    config = tmp_path / "flytekit-config.yaml"
-    config.write_text(f"admin:\n  endpoint: dns:///localhost:{port}\n  insecure: true\n")
-    return RunningServer(home=home, port=port, config_path=config, log_path=tmp_path / "server.log")
+    client_config = tmp_path / "flytekit-config.yaml"
+    client_config.write_text(f"admin:\n  endpoint: dns:///localhost:{port}\n  insecure: true\n")
+    server = RunningServer(home=home, port=port, config_path=client_config, log_path=tmp_path / "server.log")
+    if config:
+        (tmp_path / "flytelite.yaml").write_text(config)
+        server.extra_args = ["--config", str(tmp_path / "flytelite.yaml")]
+    return server

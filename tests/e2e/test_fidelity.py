@@ -3,8 +3,6 @@ run with real `pyflyte run --remote` against a real server (issue 12)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 from flytekit.configuration import Config as FlyteConfig
 from flytekit.core.data_persistence import FileAccessProvider
@@ -13,15 +11,10 @@ from flytekit.remote import FlyteRemote
 
 from flytelite.testing import make_server
 from tests.e2e.flyte_cli import copy_workflows, run_remote
+from tests.e2e.test_nested import wait
 
 pytestmark = pytest.mark.e2e
-WAIT = timedelta(seconds=180)
-SUCCEEDED, SKIPPED = NodeExecutionPhase.SUCCEEDED, NodeExecutionPhase.SKIPPED
-
-
-def finished(remote, name: str):
-    execution = remote.wait(remote.fetch_execution(name=name), timeout=WAIT, poll_interval=timedelta(seconds=0.3))
-    return remote.sync_execution(execution, sync_nodes=True)
+SUCCEEDED = NodeExecutionPhase.SUCCEEDED
 
 
 def arm(branch):
@@ -32,7 +25,7 @@ def arm(branch):
 def test_branch_arm_waits_for_the_node_it_reads(server, remote, tmp_path):
     """The condition reads a workflow input, the arm reads n0's output: the arm waits for n0."""
     folder = copy_workflows(tmp_path / "wf", "branch_upstream.py")
-    ex = finished(remote, run_remote(server, folder, "branch_upstream.py", "branch_upstream_wf", "--radius", "2.0"))
+    ex = wait(remote, run_remote(server, folder, "branch_upstream.py", "branch_upstream_wf", "--radius", "2.0"))
     assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
     area, circumference = ex.node_executions["n1"], ex.node_executions["n2"]
     # get_area is false: the Echo arm passes n0's output through without a process.
@@ -44,7 +37,7 @@ def test_branch_arm_waits_for_the_node_it_reads(server, remote, tmp_path):
 
 def test_nested_branch_arm_waits_for_an_outer_node(server, remote, tmp_path):
     folder = copy_workflows(tmp_path / "wf", "branch_upstream.py")
-    ex = finished(remote, run_remote(server, folder, "branch_upstream.py", "nested_upstream_wf", "--radius", "2.0"))
+    ex = wait(remote, run_remote(server, folder, "branch_upstream.py", "nested_upstream_wf", "--radius", "2.0"))
     assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
     assert ex.outputs["o0"] == 12.0
 
@@ -70,7 +63,7 @@ def test_uploaded_folder_default_and_blob_outputs_are_remote_to_flytekit(server,
     (folder / "blob_data").mkdir()
     (folder / "blob_data" / "a.txt").write_text("alpha\n")
     (folder / "blob_data" / "b.txt").write_text("beta\n")
-    ex = finished(remote, run_remote(server, folder, "blob_types.py", "blob_types_wf"))
+    ex = wait(remote, run_remote(server, folder, "blob_types.py", "blob_types_wf"))
     assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
     assert ex.outputs["o0"] == "alpha|a.txt,b.txt|ALPHA\n"
     read = ex.node_executions["n0"]
@@ -120,7 +113,7 @@ def test_eager_workflow_registers_the_same_entities_from_inside_a_task(server, r
     if what a task serializes does not depend on the attempt (no per-attempt --dest-dir)."""
     folder = copy_workflows(tmp_path / "wf", "eager_static.py")
     for entity, expected in (("eager_a", 8), ("eager_b", 5)):
-        ex = finished(remote, run_remote(server, folder, "eager_static.py", entity, "--x", "3"))
+        ex = wait(remote, run_remote(server, folder, "eager_static.py", entity, "--x", "3"))
         assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
         assert ex.outputs["o0"] == expected
 
@@ -128,10 +121,7 @@ def test_eager_workflow_registers_the_same_entities_from_inside_a_task(server, r
 @pytest.fixture(scope="module")
 def cold_server(tmp_path_factory):
     """A server that starts every attempt as a fresh `pyflyte-fast-execute` process (no warm workers)."""
-    folder = tmp_path_factory.mktemp("cold-server")
-    (folder / "flytelite.yaml").write_text("engine:\n  warm_workers: false\n")
-    srv = make_server(folder)
-    srv.extra_args = ["--config", str(folder / "flytelite.yaml")]
+    srv = make_server(tmp_path_factory.mktemp("cold-server"), "engine:\n  warm_workers: false\n")
     srv.start()
     yield srv
     srv.stop()
@@ -143,6 +133,6 @@ def test_image_spec_task_sees_itself_inside_its_image(mode, server, cold_server,
     folder = copy_workflows(tmp_path / "wf", "image_spec_flows.py")
     rem = FlyteRemote(FlyteConfig.auto(str(srv.config_path)), default_project="flytesnacks",
                       default_domain="development")
-    ex = finished(rem, run_remote(srv, folder, "image_spec_flows.py", "image_spec_wf"))
+    ex = wait(rem, run_remote(srv, folder, "image_spec_flows.py", "image_spec_wf"))
     assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
     assert ex.outputs["o0"] == '{"inside": true, "other": false}'
