@@ -8,6 +8,8 @@ FlyteWorkflow row. This is what lets an engine replica run apart from the API.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,3 +98,19 @@ def test_the_check_catches_an_admin_import():
         "imports flytelite.store.executions",
         "imports flytelite.admin.launch",
     ]
+
+
+def test_importing_the_engine_loads_no_admin_module():
+    """Transitively too: a fresh interpreter that imports every engine module has loaded nothing of admin's."""
+    packages = tuple(f + "." for f in FORBIDDEN) + FORBIDDEN
+    script = "\n".join([
+        "import importlib, pkgutil, sys",
+        "import flytelite.propeller as p",
+        "for m in pkgutil.walk_packages(p.__path__, 'flytelite.propeller.'):",
+        "    if '.task_site' not in m.name:",  # the task processes' sitecustomize, not engine code
+        "        importlib.import_module(m.name)",
+        f"print(' '.join(sorted(k for k in sys.modules if k.startswith({packages!r}))))",
+    ])
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == []
