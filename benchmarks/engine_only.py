@@ -29,7 +29,7 @@ from flytelite.propeller.engine import Engine
 from flytelite.propeller.nodes.registry import default_handlers
 from flytelite.propeller.plugins.noop import NoopPlugin
 from flytelite.propeller.plugins.registry import PluginRegistry
-from flytelite.server.app import build_context
+from flytelite.server.app import admin_clients, build_context
 
 TERMINAL = {core_execution_pb2.WorkflowExecution.SUCCEEDED, core_execution_pb2.WorkflowExecution.FAILED,
             core_execution_pb2.WorkflowExecution.ABORTED, core_execution_pb2.WorkflowExecution.TIMED_OUT}
@@ -89,7 +89,8 @@ class EngineBench:
         self.admin = _Admin(self.svc)
         self.sink = CountingSink(self.ctx)
         plugins = PluginRegistry([NoopPlugin()])
-        self.engine = Engine(self.ctx, self.sink, plugins=plugins, handlers=default_handlers(plugins))
+        self.engine = Engine(self.ctx, self.sink, plugins=plugins, handlers=default_handlers(plugins),
+                             clients=admin_clients(self.ctx))
         self.ctx.notify_engine = self.engine.notify
         self.last_name = ""
         self.loop = asyncio.new_event_loop()

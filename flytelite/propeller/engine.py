@@ -14,9 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy import select
 
-from flytelite.admin.events import EventSink
 from flytelite.context import Context, ExecutionKey
-from flytelite.propeller.events import EventRecorder
+from flytelite.propeller.clients import AdminClients
+from flytelite.propeller.events import EventRecorder, EventSink
 from flytelite.propeller.node_executor import NodeExecutor
 from flytelite.propeller.nodes.registry import HandlerRegistry, default_handlers
 from flytelite.propeller.plugins.registry import PluginRegistry, default_plugins
@@ -29,7 +29,9 @@ log = logging.getLogger(__name__)
 
 class Engine:
     def __init__(self, ctx: Context, sink: EventSink, plugins: PluginRegistry | None = None,
-                 handlers: HandlerRegistry | None = None):
+                 handlers: HandlerRegistry | None = None, clients: AdminClients | None = None):
+        """`sink` and `clients` are how the engine reaches admin (its events, child executions, signals,
+        recovery); without clients, nodes that need admin fail their rounds saying so."""
         self.ctx, self.sink = ctx, sink
         cfg = ctx.config.engine
         self.plugins = plugins if plugins is not None else default_plugins(ctx)
@@ -37,6 +39,7 @@ class Engine:
         self.queue = WorkQueue()
         self.executor = WorkflowExecutor(
             ctx, EventRecorder(sink, ctx.clock), NodeExecutor(self.handlers, cfg.max_system_retries), self._wake,
+            clients=clients,
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._threads: ThreadPoolExecutor | None = None

@@ -1,4 +1,7 @@
-"""Builds the flyteidl events FlytePropeller sends and hands them to admin's EventSink.
+"""Builds the flyteidl events FlytePropeller sends and hands them to an EventSink (FlytePropeller's events/).
+
+EventSink is the engine's interface; admin's implementation (flytelite.admin.events) is wired in by
+the composition root.
 
 Events may be sent twice for one transition (a crash between sending and persisting the status
 re-runs the transition): admin answers AlreadyExists, which is fine. Other refusals from admin
@@ -8,9 +11,12 @@ re-runs the transition): admin answers AlreadyExists, which is fine. Other refus
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from typing import Protocol
 
 from flyteidl.core import execution_pb2, identifier_pb2
 from flyteidl.event import event_pb2
+from google.protobuf.message import Message
 
 from flytelite import errors
 from flytelite.idl.times import Clock, to_timestamp
@@ -27,8 +33,27 @@ TASK_EVENT_VERSION = 1
 _REFUSALS = (errors.AlreadyExists, errors.FailedPrecondition, errors.NotFound, errors.InvalidArgument)
 
 
+class EventSink(Protocol):
+    """Where the engine reports every phase change (FlytePropeller's events.EventSink, one method per kind).
+
+    A refusal crosses as flytelite.errors (AlreadyExists: a repeated event; FailedPrecondition, NotFound,
+    InvalidArgument: stale or unknown). A sink may also offer `apply_batch(events)` (BatchEventSink).
+    """
+
+    def workflow_event(self, event: event_pb2.WorkflowExecutionEvent) -> None: ...
+
+    def node_event(self, event: event_pb2.NodeExecutionEvent) -> None: ...
+
+    def task_event(self, event: event_pb2.TaskExecutionEvent) -> None: ...
+
+
+class BatchEventSink(EventSink, Protocol):
+    def apply_batch(self, events: Sequence[Message]) -> None:
+        """Apply the events in order, all or none (raising a refusal when none were applied)."""
+
+
 class EventRecorder:
-    def __init__(self, sink, clock: Clock):
+    def __init__(self, sink: EventSink, clock: Clock):
         self.sink = sink
         self.clock = clock
 
@@ -140,7 +165,7 @@ class BufferedEventRecorder(EventRecorder):
     admin refuses part of, gets the events one by one, each refusal handled as an unbuffered one.
     """
 
-    def __init__(self, sink, clock: Clock):
+    def __init__(self, sink: EventSink, clock: Clock):
         super().__init__(sink, clock)
         self._pending: list[tuple] = []
 

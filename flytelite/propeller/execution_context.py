@@ -9,6 +9,7 @@ from datetime import datetime
 from flyteidl.core import identifier_pb2, literals_pb2
 
 from flytelite.context import Context, ExecutionKey
+from flytelite.propeller.clients import AdminClients, unconnected
 from flytelite.propeller.events import EventRecorder
 from flytelite.propeller.status import WorkflowStatus
 from flytelite.propeller.workflow import ExecutableWorkflow
@@ -35,6 +36,8 @@ class ExecutionRound:
     # outputs.pb files read this round, by path (a passed node's outputs never change; a wide fan-out
     # would otherwise read its source once per downstream node). Read-only: never modify one.
     outputs_read: dict[str, literals_pb2.LiteralMap] = field(default_factory=dict)
+    # How nodes reach admin: child executions, launch plans and tasks, signals, recovery.
+    clients: AdminClients = field(default_factory=unconnected)
 
     def __post_init__(self) -> None:
         if self.now is None:

@@ -2,16 +2,15 @@
 
 RecoverExecution starts a new execution whose ExecutionSpec.recover_from names the original one.
 Before a node starts, the node executor asks here whether the original ran that node to success
-(SUCCEEDED or RECOVERED, as admin recorded it): if so its inputs and outputs are copied into the new
-execution's data dir and the node is RECOVERED instead of run. Any other node runs again.
-This module only reads admin's node-execution rows and copies blobs; it never runs anything.
+(SUCCEEDED or RECOVERED, as admin recorded it, asked through the engine's recovery.Client): if so its
+inputs and outputs are copied into the new execution's data dir and the node is RECOVERED instead of
+run. Any other node runs again. This module only asks admin and copies blobs; it never runs anything.
 """
 
 from __future__ import annotations
 
 import logging
 
-from flyteidl.admin import node_execution_pb2
 from flyteidl.core import catalog_pb2, literals_pb2
 from flyteidl.core import execution_pb2 as core_exec
 from flyteidl.event import event_pb2
@@ -19,7 +18,6 @@ from flyteidl.event import event_pb2
 from flytelite.idl.ids import execution_id
 from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, PhaseInfo
 from flytelite.propeller.workflow import END_NODE, START_NODE
-from flytelite.store import executions as repo
 
 log = logging.getLogger(__name__)
 _RECOVERABLE = (core_exec.NodeExecution.SUCCEEDED, core_exec.NodeExecution.RECOVERED)
@@ -80,8 +78,7 @@ def _original_node_execution(nctx: NodeExecutionContext):
     original = rnd.spec.recover_from
     if not original:
         return None
-    with rnd.ctx.db.session() as session:
-        row = repo.find_node_execution(session, execution_id(rnd.key[0], rnd.key[1], original), nctx.node_id)
-        if row is None:
-            return None
-        return original, node_execution_pb2.NodeExecutionClosure.FromString(row.closure_pb), row.input_uri
+    found = rnd.clients.recovery.recover_node_execution(execution_id(rnd.key[0], rnd.key[1], original), nctx.node_id)
+    if found is None:
+        return None
+    return original, found.closure, found.input_uri

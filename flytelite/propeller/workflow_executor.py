@@ -19,6 +19,7 @@ from sqlalchemy import select, update
 
 from flytelite.context import Context, ExecutionKey
 from flytelite.idl.ids import execution_id
+from flytelite.propeller.clients import AdminClients, unconnected
 from flytelite.propeller.events import EventRecorder
 from flytelite.propeller.execution_context import ExecutionRound
 from flytelite.propeller.failure_node import handle_failure_node
@@ -46,8 +47,9 @@ class RoundResult:
 
 class WorkflowExecutor:
     def __init__(self, ctx: Context, events: EventRecorder, nodes: NodeExecutor,
-                 wake: Callable[[ExecutionKey, float | None], None]):
+                 wake: Callable[[ExecutionKey, float | None], None], clients: AdminClients | None = None):
         self.ctx = ctx
+        self.clients = clients if clients is not None else unconnected()
         self.events = events
         self.nodes = nodes
         self.wake = wake
@@ -75,7 +77,8 @@ class WorkflowExecutor:
         events = self.events.buffered()
         for _ in range(MAX_STREAK):
             rnd = ExecutionRound(ctx=self.ctx, key=key, spec=spec, workflow=workflow, status=status,
-                                 events=events, wake=lambda delay, k=key: self.wake(k, delay))
+                                 events=events, wake=lambda delay, k=key: self.wake(k, delay),
+                                 clients=self.clients)
             if row.abort_cause and status.phase not in WORKFLOW_DONE:
                 self._abort(rnd, row.abort_cause)
             else:

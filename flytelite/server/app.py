@@ -14,6 +14,12 @@ from flyteidl.service import admin_pb2_grpc, dataproxy_pb2_grpc, signal_pb2_grpc
 
 from flytelite.admin.bootstrap import ensure_default_project
 from flytelite.admin.dataproxy import DataProxyService
+from flytelite.admin.engine_clients import (
+    AdminLaunchPlanExecutor,
+    AdminRecoveryClient,
+    AdminSignalClient,
+    AdminTaskReader,
+)
 from flytelite.admin.events import EventSink
 from flytelite.admin.grpc_errors import ErrorInterceptor
 from flytelite.admin.service import AdminService
@@ -21,6 +27,7 @@ from flytelite.admin.signals import SignalService
 from flytelite.config import Config
 from flytelite.console.app import build_app
 from flytelite.context import Context
+from flytelite.propeller.clients import AdminClients
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.plugins.registry import PluginRegistry
 from flytelite.scheduler.launcher import admin_launcher
@@ -41,6 +48,13 @@ def build_context(config: Config) -> Context:
     ctx = Context(config=config, db=db, blobs=BlobStore(config.blob_root))
     ensure_default_project(ctx)
     return ctx
+
+
+def admin_clients(ctx: Context) -> AdminClients:
+    """Admin's implementations of the interfaces the engine owns, called in-process."""
+    launch_plans = AdminLaunchPlanExecutor(ctx)
+    return AdminClients(launch_plans=launch_plans, launch_plan_reader=launch_plans, task_reader=AdminTaskReader(ctx),
+                        recovery=AdminRecoveryClient(ctx), signals=AdminSignalClient(ctx))
 
 
 def _plugin_override(config: Config) -> PluginRegistry | None:
@@ -91,7 +105,7 @@ class FlyteliteServer:
         self.port = await self._mux.start()
         ctx.public_url = f"http://localhost:{self.port}"
 
-        self.engine = Engine(ctx, EventSink(ctx), plugins=_plugin_override(cfg))
+        self.engine = Engine(ctx, EventSink(ctx), plugins=_plugin_override(cfg), clients=admin_clients(ctx))
         ctx.notify_engine = self.engine.notify
         admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminService(ctx), self._grpc)
         dataproxy_pb2_grpc.add_DataProxyServiceServicer_to_server(DataProxyService(ctx), self._grpc)

@@ -21,7 +21,7 @@ from flytelite.admin.events import EventSink
 from flytelite.admin.service import AdminService
 from flytelite.config import Config
 from flytelite.idl.times import Clock, to_timestamp
-from flytelite.server.app import build_context
+from flytelite.server.app import admin_clients, build_context
 
 P, D = "flytesnacks", "development"
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
@@ -69,6 +69,8 @@ class Harness:
         self.ctx.notify_engine = self.notified.append
         self.svc = AdminService(self.ctx)
         self.sink = EventSink(self.ctx)
+        # What an engine built on this admin is given (flytelite.propeller.clients).
+        self.clients = admin_clients(self.ctx)
 
     def close(self) -> None:
         self.ctx.db.dispose()

@@ -1,7 +1,8 @@
 """The engine running against a real in-process admin (tests.admin.execution_harness.Harness), tasks in-process.
 
-Used by tests of node kinds that talk to admin: launch-plan nodes create child executions through
-admin's launch path, gates create and read signals, recovery reads admin's node executions.
+Used by tests of node kinds that talk to admin through the engine's clients (admin_clients): launch-plan
+nodes create child executions through admin's launch path, gates create and read signals, recovery
+reads admin's node executions.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def run_with_engine(admin: Harness, body, plugin: InProcessPlugin) -> Engine:
     plugins = registry(plugin)
 
     async def go():
-        engine = Engine(admin.ctx, admin.sink, plugins=plugins, handlers=default_handlers(plugins))
+        engine = Engine(admin.ctx, admin.sink, plugins=plugins, handlers=default_handlers(plugins),
+                        clients=admin.clients)
         admin.ctx.notify_engine = engine.notify
         await engine.start()
         try:

@@ -314,7 +314,8 @@ def test_admin_shows_cache_status_and_catalog_key_on_node_executions(tmp_path):
         ids = []
 
         async def go():
-            engine = Engine(harness.ctx, harness.sink, plugins=plugins, handlers=default_handlers(plugins))
+            engine = Engine(harness.ctx, harness.sink, plugins=plugins, handlers=default_handlers(plugins),
+                            clients=harness.clients)
             await engine.start()
             try:
                 for note in ("n", "m"):

@@ -29,7 +29,7 @@ def run_engine(harness, exec_id, during=None):
     key = (exec_id.project, exec_id.domain, exec_id.name)
 
     async def go():
-        engine = Engine(harness.ctx, harness.sink)
+        engine = Engine(harness.ctx, harness.sink, clients=harness.clients)
         await engine.start()
         try:
             for notified in harness.notified:

@@ -3,8 +3,9 @@
 The DynamicJobSpec's nodes and output bindings become a workflow named `dynamic_<node id>` whose
 interface is the parent task's outputs. It is compiled with flytelite.compiler like a registered
 workflow: with the tasks in the spec (which inherit the parent task's container config, as in
-Flyte), any other task it references (from the running closure, else as registered with admin),
-the spec's subworkflows and the interfaces of the launch plans it calls. The result is stored
+Flyte), any other task it references (from the running closure, else as registered with admin: the
+engine's tasks.Reader), the spec's subworkflows and the interfaces of the launch plans it calls (the
+engine's launchplan.Reader, as FlytePropeller's dynamic handler uses it). The result is stored
 beside the futures as dynamic_compiled.pb, so a restarted engine runs exactly the same workflow.
 """
 
@@ -21,7 +22,6 @@ from flytelite.idl.ids import describe
 from flytelite.propeller.nodes.handler import NodeExecutionContext
 from flytelite.propeller.workflow import ExecutableWorkflow, task_key
 from flytelite.storage import BlobStore
-from flytelite.store import entities
 
 FUTURES_NAME = "futures.pb"
 COMPILED_NAME = "dynamic_compiled.pb"
@@ -106,20 +106,20 @@ def _referenced_tasks(nctx: NodeExecutionContext, task_ids: list, have: set) -> 
     """Tasks the spec calls without carrying them: from the running closure, else registered ones."""
     found, missing = [], []
     known = nctx.round.workflow.tasks
-    with nctx.round.ctx.db.session() as session:
-        for ident in task_ids:
-            key = task_key(ident)
-            if key in have:
-                continue
-            have.add(key)
-            if key in known:
-                found.append(compiler_pb2.CompiledTask(template=known[key]))
-                continue
-            registered = entities.get_task(session, ident)
-            if registered is None:
-                missing.append(describe(ident))
-            else:
-                found.append(registered.closure.compiled_task)
+    reader = nctx.round.clients.task_reader
+    for ident in task_ids:
+        key = task_key(ident)
+        if key in have:
+            continue
+        have.add(key)
+        if key in known:
+            found.append(compiler_pb2.CompiledTask(template=known[key]))
+            continue
+        registered = reader.get_task(ident)
+        if registered is None:
+            missing.append(describe(ident))
+        else:
+            found.append(registered.closure.compiled_task)
     if missing:
         raise DynamicBuildError(f"the dynamic workflow calls tasks that are not registered: {'; '.join(missing)}")
     return found
@@ -127,13 +127,13 @@ def _referenced_tasks(nctx: NodeExecutionContext, task_ids: list, have: set) -> 
 
 def _launch_plans(nctx: NodeExecutionContext, ids: list) -> list:
     found, missing = [], []
-    with nctx.round.ctx.db.session() as session:
-        for ident in ids:
-            lp = entities.get_launch_plan(session, ident)
-            if lp is None:
-                missing.append(describe(ident))
-            else:
-                found.append(lp)
+    reader = nctx.round.clients.launch_plan_reader
+    for ident in ids:
+        lp = reader.get_launch_plan(ident)
+        if lp is None:
+            missing.append(describe(ident))
+        else:
+            found.append(lp)
     if missing:
         raise DynamicBuildError(f"the dynamic workflow calls launch plans that are not registered: "
                                 f"{'; '.join(missing)}")

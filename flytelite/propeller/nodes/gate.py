@@ -2,9 +2,9 @@
 
 - sleep: succeeds once the duration has passed since the attempt started; a timer on the work
   queue wakes the execution then (no polling).
-- approve / signal: the gate creates its signal in admin's SignalService when it starts (id =
-  execution id + signal id; BOOLEAN for approve, the gate's type for signal) and waits until a user
-  sets it; SetSignal wakes the execution. approve passes its input through on True and fails the
+- approve / signal: the gate creates its signal through the engine's signal client (admin's
+  SignalService behind it) when it starts (id = execution id + signal id; BOOLEAN for approve, the
+  gate's type for signal) and waits until a user sets it; SetSignal wakes the execution. approve passes its input through on True and fails the
   node on False ("rejected"); a signal gate outputs the value under its output variable.
 A gate's timeout (node metadata) is enforced by the node executor; the gate only asks to be woken
 at the deadline so the timeout fires on time.
@@ -17,7 +17,6 @@ from datetime import datetime, timedelta
 from flyteidl.admin import signal_pb2
 from flyteidl.core import execution_pb2, identifier_pb2, literals_pb2, types_pb2
 
-from flytelite.admin.signals import get_or_create_signal
 from flytelite.propeller.nodes.handler import NodeExecutionContext, NodeHandler, PhaseInfo
 from flytelite.propeller.status import parse_iso
 
@@ -80,7 +79,7 @@ def _signal_of(nctx: NodeExecutionContext, signal_id: str, literal_type: types_p
     rnd = nctx.round
     request = signal_pb2.SignalGetOrCreateRequest(
         id=identifier_pb2.SignalIdentifier(signal_id=signal_id, execution_id=rnd.exec_id), type=literal_type)
-    signal = get_or_create_signal(rnd.ctx, request)
+    signal = rnd.clients.signals.get_or_create_signal(request)
     if not signal.HasField("value") or signal.value.WhichOneof("value") is None:
         return None
     return signal
