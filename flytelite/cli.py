@@ -1,4 +1,4 @@
-"""The `flytelite` command: start the server, write a flytekit config, see and evict the cache."""
+"""The `flytelite` command: start the server, write a flytekit config, see replicas, see and evict the cache."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ admin:
 def _start(args: argparse.Namespace) -> int:
     from flytelite.server import FlyteliteServer
 
-    config = Config.load(args.config, home=args.home, port=args.port, host=args.host)
+    config = Config.load(args.config, home=args.home, port=args.port, host=args.host, role=args.role)
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -47,9 +47,8 @@ def _config_init(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_catalog(args: argparse.Namespace):
-    """The catalog of the state under --home, opened directly (SQLite WAL lets the server keep running)."""
-    from flytelite.catalog import Catalog
+def _open_state(args: argparse.Namespace):
+    """The Context of the state under --home (or --config's database), opened beside a running server."""
     from flytelite.context import Context
     from flytelite.storage import BlobStore
     from flytelite.store.db import Database
@@ -57,7 +56,33 @@ def _open_catalog(args: argparse.Namespace):
     config = Config.load(args.config, home=args.home)
     if not config.database_url and not (config.home / "flytelite.db").exists():
         raise SystemExit(f"no flytelite state in {config.home}; pass the --home the server runs with")
-    return Catalog(Context(config=config, db=Database(config.db_url), blobs=BlobStore(config.blob_root)))
+    return Context(config=config, db=Database(config.db_url), blobs=BlobStore(config.blob_root))
+
+
+def _open_catalog(args: argparse.Namespace):
+    from flytelite.catalog import Catalog
+
+    return Catalog(_open_state(args))
+
+
+def _status(args: argparse.Namespace) -> int:
+    """The replicas sharing this database, the executions each drives, and what waits for an engine."""
+    from flytelite.server.replicas import cluster_state
+
+    ctx = _open_state(args)
+    state = cluster_state(ctx, ctx.clock.now())
+    _print_table([("REPLICA", "ROLE", "HOST", "PID", "ADDRESS", "HEARTBEAT", "LEASES")] + [
+        (r.id, r.role, r.host, str(r.pid), r.address or "-", f"{r.heartbeat_age:.0f}s ago", str(r.leases))
+        for r in state.replicas])
+    print(f"{len(state.replicas)} replica(s); {state.running} unfinished execution(s), "
+          f"{state.unowned} waiting for an engine replica (no live lease)")
+    return 0
+
+
+def _print_table(rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
 
 
 def _cache_list(args: argparse.Namespace) -> int:
@@ -68,9 +93,7 @@ def _cache_list(args: argparse.Namespace) -> int:
         rows.append((e.key.project, e.key.domain, e.key.task_name, e.key.cache_version, e.key.tag,
                      e.created_at.strftime("%Y-%m-%d %H:%M:%S"),
                      f"{src.execution_id.name}/{src.node_id}" if src is not None else "-"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+    _print_table(rows)
     print(f"{len(entries)} cached {'entry' if len(entries) == 1 else 'entries'}")
     return 0
 
@@ -91,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--host", default=None, help="address to listen on (default 0.0.0.0)")
     start.add_argument("--home", default=None, help="state folder (default ~/.flytelite)")
     start.add_argument("--config", type=Path, default=None, help="YAML configuration file")
+    start.add_argument("--role", choices=("all", "api", "engine"), default=None,
+                       help="all (default): API, console and engine; api: API and console only; engine: "
+                            "engine and scheduler only (replicas on one database share the executions)")
     start.add_argument("--log-level", default="info")
     start.set_defaults(func=_start)
 
@@ -101,6 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--path", default="~/.flyte/config.yaml")
     init.add_argument("--force", action="store_true")
     init.set_defaults(func=_config_init)
+
+    status = sub.add_parser("status", help="replicas on this database, their leases and waiting executions")
+    status.add_argument("--home", default=None, help="state folder (default ~/.flytelite)")
+    status.add_argument("--config", type=Path, default=None, help="YAML configuration file (its database_url)")
+    status.set_defaults(func=_status)
 
     cache = sub.add_parser("cache", help="see and evict cached task outputs")
     cache_sub = cache.add_subparsers(dest="cache_command", required=True)

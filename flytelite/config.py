@@ -24,6 +24,9 @@ class EngineConfig:
     # Retries of system errors (process lost or killed), on top of the user's retries.
     max_system_retries: int = 3
     default_max_parallelism: int = 25
+    # Seconds an execution's lease lasts without renewal: how long the executions of a replica that died
+    # wait before another replica takes them over (propeller/leases.py). Renewed every third of it.
+    lease_seconds: float = 15.0
     # Fork python-task attempts from a pre-imported zygote per interpreter (see propeller/plugins/warm)
     # instead of starting a new interpreter each time; attempts that cannot run warm run cold.
     warm_workers: bool = True
@@ -38,6 +41,8 @@ class EngineConfig:
     plugin_override: str = ""
 
     def __post_init__(self) -> None:
+        if self.lease_seconds <= 0:
+            raise ValueError(f"engine.lease_seconds must be more than 0, not {self.lease_seconds}")
         if self.warm_pool_size < 0:
             raise ValueError(f"engine.warm_pool_size must be 0 (no limit) or more, not {self.warm_pool_size}")
         if self.plugin_override not in PLUGIN_OVERRIDES:
@@ -45,6 +50,7 @@ class EngineConfig:
                              f"not {self.plugin_override!r}")
 
 
+ROLES = ("all", "api", "engine")
 # Values of engine.plugin_override ("" = run tasks for real).
 PLUGIN_OVERRIDES = ("", "noop")
 
@@ -90,6 +96,21 @@ class Config:
     upload_url_seconds: int = 3600
     max_upload_bytes: int = 1024 * 1024 * 1024
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    # What this process runs: "all" (API, console, engine and scheduler), "api" (API and console only: an
+    # engine replica on the same database runs the executions) or "engine" (engine and scheduler, no port).
+    role: str = "all"
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"role must be one of {', '.join(ROLES)}, not {self.role!r}")
+
+    @property
+    def serves_api(self) -> bool:
+        return self.role in ("all", "api")
+
+    @property
+    def runs_engine(self) -> bool:
+        return self.role in ("all", "engine")
 
     @property
     def db_url(self) -> str:
@@ -137,4 +158,5 @@ class Config:
         for key, value in overrides.items():
             if value is not None:
                 setattr(cfg, key, Path(value).expanduser() if key == "home" else value)
+        cfg.__post_init__()
         return cfg

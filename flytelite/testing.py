@@ -28,6 +28,8 @@ class RunningServer:
     log_path: Path
     proc: subprocess.Popen | None = None
     extra_args: list[str] = field(default_factory=list)
+    # `flytelite start --role`: an "engine" replica serves no port; it is ready once it says so.
+    role: str = "all"
 
     @property
     def endpoint(self) -> str:
@@ -48,13 +50,18 @@ class RunningServer:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "flytelite.cli", "start", "--port", str(self.port), "--home", str(self.home),
-             "--host", "127.0.0.1", *self.extra_args],
+             "--host", "127.0.0.1", "--role", self.role, *self.extra_args],
             stdout=log, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"flytelite exited with {self.proc.returncode}:\n{self.log_path.read_text()}")
+            if self.role == "engine":
+                if "engine replica" in self.log_text():
+                    return
+                time.sleep(0.1)
+                continue
             try:
                 with urllib.request.urlopen(f"{self.url}/healthz", timeout=1) as resp:
                     if resp.status == 200:

@@ -1,45 +1,52 @@
 """The engine's public face: a WorkQueue of executions, a pool of workers, periodic resync.
 
-On start every unfinished FlyteWorkflow row is queued (this is what makes a restart resume).
-Workers take one execution at a time from the queue (never the same one twice at once) and run
-an evaluation round in a thread, since rounds do blocking database, blob and process work.
-The engine never serves the API; admin wakes it with notify().
+On start the engine claims the lease of every unfinished execution no other live replica holds and
+queues it (this is what makes a restart resume); see leases.py. Workers take one execution at a time
+from the queue (never the same one twice at once) and run an evaluation round in a thread, since rounds
+do blocking database, blob and process work; an execution another replica holds is left to it. The
+resync renews this replica's leases, takes over expired ones and queues what it holds. The engine
+never serves the API; admin wakes it with notify().
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from concurrent.futures import ThreadPoolExecutor
-
-from sqlalchemy import select
 
 from flytelite.context import Context, ExecutionKey
 from flytelite.propeller.clients import AdminClients
 from flytelite.propeller.events import EventRecorder, EventSink
+from flytelite.propeller.leases import LeaseLost, Leases
 from flytelite.propeller.node_executor import NodeExecutor
 from flytelite.propeller.nodes.registry import HandlerRegistry, default_handlers
 from flytelite.propeller.plugins.registry import PluginRegistry, default_plugins
 from flytelite.propeller.queue import QueueShutDown, WorkQueue
 from flytelite.propeller.workflow_executor import WorkflowExecutor
-from flytelite.store.models import FlyteWorkflow
 
 log = logging.getLogger(__name__)
 
 
 class Engine:
     def __init__(self, ctx: Context, sink: EventSink, plugins: PluginRegistry | None = None,
-                 handlers: HandlerRegistry | None = None, clients: AdminClients | None = None):
+                 handlers: HandlerRegistry | None = None, clients: AdminClients | None = None,
+                 replica_id: str | None = None):
         """`sink` and `clients` are how the engine reaches admin (its events, child executions, signals,
-        recovery); without clients, nodes that need admin fail their rounds saying so."""
+        recovery); without clients, nodes that need admin fail their rounds saying so. `replica_id` names
+        this process in the leases it holds (a fresh one by default)."""
         self.ctx, self.sink = ctx, sink
         cfg = ctx.config.engine
+        self.replica_id = replica_id or uuid.uuid4().hex[:16]
+        self.leases = Leases(ctx, self.replica_id, cfg.lease_seconds)
+        # Executions whose lease this replica held when it last claimed or renewed (read by workers).
+        self._held: set[ExecutionKey] = set()
         self.plugins = plugins if plugins is not None else default_plugins(ctx)
         self.handlers = handlers if handlers is not None else default_handlers(self.plugins)
         self.queue = WorkQueue()
         self.executor = WorkflowExecutor(
             ctx, EventRecorder(sink, ctx.clock), NodeExecutor(self.handlers, cfg.max_system_retries), self._wake,
-            clients=clients,
+            clients=clients, leases=self.leases,
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._threads: ThreadPoolExecutor | None = None
@@ -55,7 +62,7 @@ class Engine:
         self._loop = loop
         self.plugins.setup(loop)
         self.handlers.setup()
-        for key in await loop.run_in_executor(self._threads, self._unfinished):
+        for key in await loop.run_in_executor(self._threads, self._claim_all):
             self.queue.add(key)
         for key in self._pending:
             self.queue.add(key)
@@ -75,6 +82,11 @@ class Engine:
         self.plugins.close()
         if self._threads is not None:
             self._threads.shutdown(wait=True)
+        try:
+            self.leases.release()
+        except Exception:  # noqa: BLE001 - the leases then expire instead
+            log.exception("releasing the leases of replica %s failed", self.replica_id)
+        self._held.clear()
         self._loop = None
 
     def notify(self, key: ExecutionKey) -> None:
@@ -105,11 +117,17 @@ class Engine:
             except QueueShutDown:
                 return
             try:
+                if key not in self._held and not await loop.run_in_executor(self._threads, self._claim, key):
+                    continue  # another replica drives it
                 result = await loop.run_in_executor(self._threads, self.executor.handle, key)
                 self.rounds += 1
                 self.queue.forget(key)
                 if not result.done and result.requeue_after is not None:
                     self.queue.add_after(key, result.requeue_after)
+            except LeaseLost as e:
+                log.warning("%s", e)
+                self._held.discard(key)
+                self.queue.forget(key)
             except Exception as e:  # noqa: BLE001 - a bad round must not kill the worker
                 log.exception("evaluating execution %s failed", "/".join(key))
                 try:
@@ -123,20 +141,27 @@ class Engine:
                 self.queue.done(key)
 
     async def _resync(self) -> None:
-        """Periodically queue every unfinished execution: nothing stays stuck if a wake-up was lost."""
-        interval = self.ctx.config.engine.resync_seconds
+        """Periodically renew this replica's leases, take over expired ones and queue every execution it
+        holds: nothing stays stuck if a wake-up was lost or a replica died. Runs at least three times per
+        lease period, so a live replica's leases never lapse."""
+        cfg = self.ctx.config.engine
+        interval = min(cfg.resync_seconds, cfg.lease_seconds / 3)
         loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(interval)
             try:
-                for key in await loop.run_in_executor(self._threads, self._unfinished):
+                for key in await loop.run_in_executor(self._threads, self._claim_all):
                     self.queue.add(key)
             except Exception:  # noqa: BLE001
                 log.exception("resync failed")
 
-    def _unfinished(self) -> list[ExecutionKey]:
-        with self.ctx.db.session() as s:
-            rows = s.execute(
-                select(FlyteWorkflow.project, FlyteWorkflow.domain, FlyteWorkflow.name).where(FlyteWorkflow.done.is_(False))
-            ).all()
-        return [tuple(r) for r in rows]
+    def _claim_all(self) -> list[ExecutionKey]:
+        held = self.leases.claim()
+        self._held = set(held)
+        return held
+
+    def _claim(self, key: ExecutionKey) -> bool:
+        if self.leases.claim([key]):
+            self._held.add(key)
+            return True
+        return False

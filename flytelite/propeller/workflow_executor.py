@@ -23,6 +23,7 @@ from flytelite.propeller.clients import AdminClients, unconnected
 from flytelite.propeller.events import EventRecorder
 from flytelite.propeller.execution_context import ExecutionRound
 from flytelite.propeller.failure_node import handle_failure_node
+from flytelite.propeller.leases import LeaseLost, Leases
 from flytelite.propeller.node_executor import NodeExecutor
 from flytelite.propeller.phases import WORKFLOW_DONE, WorkflowPhase
 from flytelite.propeller.status import ErrorInfo, WorkflowStatus, iso
@@ -47,8 +48,11 @@ class RoundResult:
 
 class WorkflowExecutor:
     def __init__(self, ctx: Context, events: EventRecorder, nodes: NodeExecutor,
-                 wake: Callable[[ExecutionKey, float | None], None], clients: AdminClients | None = None):
+                 wake: Callable[[ExecutionKey, float | None], None], clients: AdminClients | None = None,
+                 leases: Leases | None = None):
+        """With `leases`, every status write is fenced by this replica's lease (LeaseLost otherwise)."""
         self.ctx = ctx
+        self.leases = leases
         self.clients = clients if clients is not None else unconnected()
         self.events = events
         self.nodes = nodes
@@ -105,7 +109,7 @@ class WorkflowExecutor:
         """Count a round that raised; after too many, fail the execution. True if it was failed."""
         with self.ctx.db.session() as s:
             row = s.get(FlyteWorkflow, key)
-            if row is None or row.done:
+            if row is None or row.done or (self.leases is not None and self.leases.held_elsewhere(row.lease_owner)):
                 return False
             status = WorkflowStatus.from_json(row.status_json)
             status.failed_attempts += 1
@@ -193,12 +197,18 @@ class WorkflowExecutor:
 
     def _persist(self, key: ExecutionKey, status_json: str, done: bool) -> None:
         # Only the engine's columns: admin writes abort_cause concurrently.
+        statement = (
+            update(FlyteWorkflow)
+            .where(FlyteWorkflow.project == key[0], FlyteWorkflow.domain == key[1], FlyteWorkflow.name == key[2])
+            .values(status_json=status_json, done=done, updated_at=self.ctx.clock.now())
+        )
+        if self.leases is not None:
+            statement = self.leases.fence(statement)
         with self.ctx.db.session() as s:
-            s.execute(
-                update(FlyteWorkflow)
-                .where(FlyteWorkflow.project == key[0], FlyteWorkflow.domain == key[1], FlyteWorkflow.name == key[2])
-                .values(status_json=status_json, done=done, updated_at=self.ctx.clock.now())
-            )
+            written = s.execute(statement).rowcount
+        if self.leases is not None and written == 0:
+            self._workflows.pop(key, None)
+            raise LeaseLost(f"execution {'/'.join(key)} is driven by another replica now; this round is dropped")
 
 
 def _exec_id(key: ExecutionKey):

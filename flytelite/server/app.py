@@ -6,6 +6,7 @@ import asyncio
 import logging
 import signal
 import socket
+import uuid
 from concurrent import futures
 
 import grpc
@@ -33,6 +34,7 @@ from flytelite.propeller.plugins.registry import PluginRegistry
 from flytelite.scheduler.launcher import admin_launcher
 from flytelite.scheduler.scheduler import Scheduler
 from flytelite.server.mux import PortMux
+from flytelite.server.replicas import ReplicaRegistry
 from flytelite.storage import BlobStore
 from flytelite.store.db import Database
 
@@ -73,6 +75,11 @@ class FlyteliteServer:
         self.config = config
         self.ctx: Context | None = None
         self.port: int | None = None
+        self.engine: Engine | None = None
+        self.scheduler: Scheduler | None = None
+        self._mux: PortMux | None = None
+        self._grpc: grpc.Server | None = None
+        self._http: uvicorn.Server | None = None
         self._stopping = asyncio.Event()
 
     async def run(self) -> None:
@@ -89,7 +96,28 @@ class FlyteliteServer:
     async def start(self) -> None:
         cfg = self.config
         ctx = self.ctx = build_context(cfg)
+        self.replica_id = uuid.uuid4().hex[:16]
+        if cfg.serves_api:
+            await self._start_api(ctx)
+        if cfg.runs_engine:
+            self.engine = Engine(ctx, EventSink(ctx), plugins=_plugin_override(cfg), clients=admin_clients(ctx),
+                                 replica_id=self.replica_id)
+            ctx.notify_engine = self.engine.notify
+            await self.engine.start()
+            self.scheduler = Scheduler(ctx, admin_launcher(ctx))
+            self._scheduler_task = asyncio.create_task(self.scheduler.run(), name="scheduler")
+        self.registry = ReplicaRegistry(ctx, self.replica_id, cfg.role, ctx.public_url)
+        await asyncio.to_thread(self.registry.register)
+        self._heartbeat_task = asyncio.create_task(self._heartbeat(), name="replica-heartbeat")
+        if self._http is not None:
+            while not self._http.started:
+                await asyncio.sleep(0.01)
+        ctx.ready = True
+        self._print_banner()
 
+    async def _start_api(self, ctx: Context) -> None:
+        """gRPC (FlyteAdmin's services) and HTTP (console, REST, uploads) behind one public port."""
+        cfg = self.config
         # The public port first: signed URLs and log links need the address clients use.
         http_sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         http_sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -104,38 +132,51 @@ class FlyteliteServer:
         self._mux = PortMux(cfg.host, cfg.port, grpc_port, http_sock.getsockname()[1])
         self.port = await self._mux.start()
         ctx.public_url = f"http://localhost:{self.port}"
-
-        self.engine = Engine(ctx, EventSink(ctx), plugins=_plugin_override(cfg), clients=admin_clients(ctx))
-        ctx.notify_engine = self.engine.notify
+        # notify_engine is read per request: the engine, started next, is woken from then on.
         admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminService(ctx), self._grpc)
         dataproxy_pb2_grpc.add_DataProxyServiceServicer_to_server(DataProxyService(ctx), self._grpc)
         signal_pb2_grpc.add_SignalServiceServicer_to_server(SignalService(ctx), self._grpc)
         self._grpc.start()
-
         uv_config = uvicorn.Config(build_app(ctx), log_level="warning", lifespan="off", access_log=False)
         self._http = uvicorn.Server(uv_config)
         self._http_task = asyncio.create_task(self._http.serve(sockets=[http_sock]))
-        await self.engine.start()
-        self.scheduler = Scheduler(ctx, admin_launcher(ctx))
-        self._scheduler_task = asyncio.create_task(self.scheduler.run(), name="scheduler")
-        while not self._http.started:
-            await asyncio.sleep(0.01)
-        ctx.ready = True
-        self._print_banner()
+
+    async def _heartbeat(self) -> None:
+        interval = self.config.engine.lease_seconds / 3
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await asyncio.to_thread(self.registry.heartbeat)
+            except Exception:  # noqa: BLE001 - the next beat may succeed
+                log.exception("replica heartbeat failed")
 
     async def stop(self) -> None:
         log.info("flytelite shutting down")
         self.ctx.ready = False
-        await self._mux.stop()
-        self.scheduler.stop()
-        await self._scheduler_task
-        await self.engine.stop()
-        self._grpc.stop(grace=2).wait()
-        self._http.should_exit = True
-        await self._http_task
+        if self._mux is not None:
+            await self._mux.stop()
+        if self.scheduler is not None:
+            self.scheduler.stop()
+            await self._scheduler_task
+        if self.engine is not None:
+            await self.engine.stop()
+        if self._grpc is not None:
+            self._grpc.stop(grace=2).wait()
+        if self._http is not None:
+            self._http.should_exit = True
+            await self._http_task
+        self._heartbeat_task.cancel()
+        try:
+            await asyncio.to_thread(self.registry.deregister)
+        except Exception:  # noqa: BLE001 - its heartbeat then just grows old
+            log.exception("removing replica %s from the replicas table failed", self.replica_id)
         self.ctx.db.dispose()
 
     def _print_banner(self) -> None:
+        if self.port is None:
+            print(f"flytelite engine replica {self.replica_id} is running (role engine, no port), "
+                  f"home {self.config.home}", flush=True)
+            return
         port = self.port
         print(
             f"flytelite is ready on port {port} (gRPC and HTTP), home {self.config.home}\n"

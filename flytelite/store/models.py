@@ -194,6 +194,24 @@ class FlyteWorkflow(Base):
     done: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # The engine replica that drives this execution, until the lease expires (propeller/leases.py).
+    lease_owner: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class Replica(Base):
+    """A running flytelite process, as it last reported itself (its heartbeat renews its leases)."""
+
+    __tablename__ = "replicas"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    # api, engine or all (`flytelite start --role`).
+    role: Mapped[str] = mapped_column(String(16))
+    # Where its API answers ("" for an engine-only replica).
+    address: Mapped[str] = mapped_column(String(255))
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 class ScheduleProgress(Base):

@@ -1,0 +1,89 @@
+"""Several flytelite processes on one database: an API-only replica takes the requests, two engine
+replicas share the executions through their leases, and when one engine replica is SIGKILLed the other
+takes its executions over; every execution ends once, and no task that had succeeded runs again."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from flytekit.configuration import Config as FlyteConfig
+from flytekit.models.core.execution import WorkflowExecutionPhase
+from flytekit.remote import FlyteRemote
+
+from flytelite.testing import make_server
+from tests.e2e.flyte_cli import copy_workflows, run_remote
+
+pytestmark = pytest.mark.e2e
+# Short leases so that a takeover happens within the test; resyncs often, so the API replica's new
+# executions reach an engine replica quickly.
+CONFIG = "engine:\n  resync_seconds: 0.5\n  lease_seconds: 3\n"
+EXECUTIONS = 4
+
+
+def _replica(folder: Path, home: Path, role: str):
+    folder.mkdir(parents=True)
+    server = make_server(folder, CONFIG)
+    server.home, server.role = home, role
+    return server
+
+
+def _status(home: Path) -> str:
+    return subprocess.run([sys.executable, "-m", "flytelite.cli", "status", "--home", str(home)],
+                          capture_output=True, text=True, check=True, timeout=60).stdout
+
+
+def _wait_for(predicate, what: str, timeout: float = 120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_engine_replicas_share_executions_and_take_over_from_a_dead_one(tmp_path):
+    home = tmp_path / "shared-home"
+    api = _replica(tmp_path / "api", home, "api")
+    engines = [_replica(tmp_path / f"engine{i}", home, "engine") for i in range(2)]
+    api.start()
+    for engine in engines:
+        engine.start()
+    try:
+        roles = [line.split()[1] for line in _status(home).splitlines()[1:-1]]
+        assert sorted(roles) == ["api", "engine", "engine"], roles
+        code = copy_workflows(tmp_path / "wf", "restart.py")
+        marks = [tmp_path / f"marks{i}" for i in range(EXECUTIONS)]
+        names = [run_remote(api, code, "restart.py", "restart_wf", "--marker_dir", str(m), "--seconds", "6")
+                 for m in marks]
+        # Kill an engine replica while slow tasks run (after `first` succeeded everywhere).
+        _wait_for(lambda: all(list(m.glob("slow-*")) for m in marks), "every execution's slow task to start")
+        leases = {int(line.split()[3]): int(line.split()[-1]) for line in _status(home).splitlines()[1:-1]}
+        victim = max(engines, key=lambda e: leases[e.proc.pid])
+        moved = leases[victim.proc.pid]
+        assert moved > 0, leases
+        victim.stop(sig=9)
+        killed_at = time.monotonic()
+        remote = FlyteRemote(FlyteConfig.auto(str(api.config_path)), default_project="flytesnacks",
+                             default_domain="development")
+        for name in names:
+            ex = remote.wait(remote.fetch_execution(name=name), timeout=timedelta(seconds=180),
+                             poll_interval=timedelta(seconds=0.5))
+            assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, (name, ex.error)
+            assert ex.outputs["o0"] == 20
+        print(f"\n[replicas] {moved} of {EXECUTIONS} executions moved; all done "
+              f"{time.monotonic() - killed_at:.1f}s after the SIGKILL (lease 3 s, slow tasks 6 s)")
+        for m in marks:
+            # A task that had succeeded never runs again; the one running on the dead replica's machine is
+            # adopted by the surviving replica (same machine), or retried after a system error.
+            assert len(list(m.glob("first-*"))) == 1 and len(list(m.glob("last-*"))) == 1, sorted(m.iterdir())
+            assert 1 <= len(list(m.glob("slow-*"))) <= 2, sorted(m.iterdir())
+        status = _status(home)
+        assert "0 waiting for an engine replica" in status, status
+    finally:
+        for server in (api, *engines):
+            server.stop()
