@@ -1,0 +1,72 @@
+"""Execution leases between replicas on one database (propeller/leases.py), with a clock the test moves."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import update
+
+from flytelite.propeller.leases import LeaseLost, Leases
+from flytelite.propeller.workflow_executor import WorkflowExecutor
+from flytelite.store.models import FlyteWorkflow
+from tests.catalog.helpers import ManualClock
+from tests.propeller import dag_workflows as dw
+from tests.propeller import harness as h
+from tests.propeller.inprocess import InProcessPlugin, engine_for
+from tests.propeller.test_node_executor import IN_PROCESS
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    ctx = h.make_context(tmp_path)
+    ctx.clock = ManualClock()
+    return ctx
+
+
+def _execution(ctx, name: str):
+    return h.create_execution(ctx, h.compile_entity(dw.fan_out, IN_PROCESS), {"x": 1}, name)
+
+
+def test_one_replica_holds_an_execution_until_its_lease_expires(ctx):
+    a, b = Leases(ctx, "replica-a", 15), Leases(ctx, "replica-b", 15)
+    first, second = _execution(ctx, "first"), _execution(ctx, "second")
+    assert sorted(a.claim()) == sorted([first, second])
+    assert b.claim() == [] and b.claim([first]) == []
+    ctx.clock.advance(10)
+    assert sorted(a.claim()) == sorted([first, second])  # renewed: 15 s from now
+    ctx.clock.advance(10)
+    assert b.claim([first]) == []
+    ctx.clock.advance(6)  # a stopped renewing 16 s ago
+    assert b.claim([first]) == [first]
+    assert a.claim() == [second]
+
+
+def test_a_clean_stop_releases_every_lease_at_once(ctx):
+    a, b = Leases(ctx, "replica-a", 15), Leases(ctx, "replica-b", 15)
+    key = _execution(ctx, "released")
+    assert a.claim() == [key]
+    a.release()
+    assert b.claim() == [key]
+
+
+def test_finished_executions_are_never_claimed(ctx):
+    a = Leases(ctx, "replica-a", 15)
+    key = _execution(ctx, "finished")
+    with ctx.db.session() as s:
+        s.execute(update(FlyteWorkflow).values(done=True))
+    assert a.claim() == [] and a.claim([key]) == []
+
+
+def test_a_replica_that_lost_its_lease_cannot_write_the_status(ctx):
+    """A round of a replica whose lease another replica took is dropped, not persisted over the new owner."""
+    a, b = Leases(ctx, "replica-a", 15), Leases(ctx, "replica-b", 15)
+    key = _execution(ctx, "fenced")
+    assert a.claim() == [key]
+    ctx.clock.advance(20)
+    assert b.claim() == [key]
+    engine, _ = engine_for(ctx, InProcessPlugin({}))
+    late = WorkflowExecutor(ctx, engine.executor.events, engine.executor.nodes, lambda *_: None, leases=a)
+    with pytest.raises(LeaseLost, match="driven by another replica"):
+        late.handle(key)
+    with ctx.db.session() as s:
+        assert s.get(FlyteWorkflow, key).status_json == "{}"  # nothing of a's round was written
+    assert late.record_failed_round(key, RuntimeError("x")) is False  # nor counted against the execution
