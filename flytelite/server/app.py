@@ -35,6 +35,7 @@ from flytelite.scheduler.launcher import admin_launcher
 from flytelite.scheduler.scheduler import Scheduler
 from flytelite.server.mux import PortMux
 from flytelite.server.replicas import ReplicaRegistry
+from flytelite.server.wakeups import Listener, publisher
 from flytelite.storage import BlobStore
 from flytelite.store.db import Database
 
@@ -80,6 +81,7 @@ class FlyteliteServer:
         self._mux: PortMux | None = None
         self._grpc: grpc.Server | None = None
         self._http: uvicorn.Server | None = None
+        self._listener: Listener | None = None
         self._stopping = asyncio.Event()
 
     async def run(self) -> None:
@@ -97,12 +99,17 @@ class FlyteliteServer:
         cfg = self.config
         ctx = self.ctx = build_context(cfg)
         self.replica_id = uuid.uuid4().hex[:16]
-        if cfg.serves_api:
-            await self._start_api(ctx)
         if cfg.runs_engine:
             self.engine = Engine(ctx, EventSink(ctx), plugins=_plugin_override(cfg), clients=admin_clients(ctx),
                                  replica_id=self.replica_id)
-            ctx.notify_engine = self.engine.notify
+        # Before the API serves: an execution created from the first request on wakes an engine.
+        ctx.notify_engine = publisher(ctx, self.engine.notify if self.engine is not None else None)
+        if cfg.serves_api:
+            await self._start_api(ctx)
+        if self.engine is not None:
+            if not ctx.db.is_sqlite:
+                self._listener = Listener(ctx, self.engine.notify)
+                self._listener.start()
             await self.engine.start()
             self.scheduler = Scheduler(ctx, admin_launcher(ctx))
             self._scheduler_task = asyncio.create_task(self.scheduler.run(), name="scheduler")
@@ -132,7 +139,6 @@ class FlyteliteServer:
         self._mux = PortMux(cfg.host, cfg.port, grpc_port, http_sock.getsockname()[1])
         self.port = await self._mux.start()
         ctx.public_url = f"http://localhost:{self.port}"
-        # notify_engine is read per request: the engine, started next, is woken from then on.
         admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminService(ctx), self._grpc)
         dataproxy_pb2_grpc.add_DataProxyServiceServicer_to_server(DataProxyService(ctx), self._grpc)
         signal_pb2_grpc.add_SignalServiceServicer_to_server(SignalService(ctx), self._grpc)
@@ -158,6 +164,8 @@ class FlyteliteServer:
         if self.scheduler is not None:
             self.scheduler.stop()
             await self._scheduler_task
+        if self._listener is not None:
+            self._listener.stop()
         if self.engine is not None:
             await self.engine.stop()
         if self._grpc is not None:
