@@ -32,11 +32,7 @@ class BenchServer:
     def __init__(self, folder: Path, config: str = ""):
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
-        self.server: RunningServer = make_server(folder)
-        if config:
-            path = folder / "flytelite.yaml"
-            path.write_text(config)
-            self.server.extra_args = ["--config", str(path)]
+        self.server: RunningServer = make_server(folder, config=config)
         self.workflows = folder / "wf"
         shutil.copytree(HERE / "workflows", self.workflows, ignore=shutil.ignore_patterns("__pycache__"))
         self.channel: grpc.Channel | None = None

@@ -63,10 +63,7 @@ def main() -> None:
         for mode in ("warm", "cold"):
             folder = Path(tmp) / mode
             folder.mkdir()
-            cfg = folder / "flytelite.yaml"
-            cfg.write_text(f"engine:\n  warm_workers: {'true' if mode == 'warm' else 'false'}\n")
-            server = make_server(folder)
-            server.extra_args = ["--config", str(cfg)]
+            server = make_server(folder, config=f"engine:\n  warm_workers: {'true' if mode == 'warm' else 'false'}\n")
             server.start()
             try:
                 wf = folder / "wf"

@@ -139,10 +139,7 @@ def types_server(tmp_path_factory):
     from flytelite.testing import make_server
 
     folder = tmp_path_factory.mktemp("types-server")
-    config = folder / "flytelite.yaml"
-    config.write_text('raw_container_images:\n  "localhost/flytelite-test/shell:1": local\n')
-    srv = make_server(folder)
-    srv.extra_args = ["--config", str(config)]
+    srv = make_server(folder, config='raw_container_images:\n  "localhost/flytelite-test/shell:1": local\n')
     srv.start()
     yield srv
     srv.stop()

@@ -129,9 +129,7 @@ def test_eager_workflow_registers_the_same_entities_from_inside_a_task(server, r
 def cold_server(tmp_path_factory):
     """A server that starts every attempt as a fresh `pyflyte-fast-execute` process (no warm workers)."""
     folder = tmp_path_factory.mktemp("cold-server")
-    (folder / "flytelite.yaml").write_text("engine:\n  warm_workers: false\n")
-    srv = make_server(folder)
-    srv.extra_args = ["--config", str(folder / "flytelite.yaml")]
+    srv = make_server(folder, config="engine:\n  warm_workers: false\n")
     srv.start()
     yield srv
     srv.stop()

@@ -30,10 +30,7 @@ def test_a_package_installed_while_the_server_runs_is_importable_by_the_next_war
     env = make_task_env(tmp_path / "env", without=("joblib",))
     folder = tmp_path / "server"
     folder.mkdir()
-    cfg = folder / "flytelite.yaml"
-    cfg.write_text(f"images:\n  {IMAGE}: {env.python}\nengine:\n  warm_workers: true\n")
-    server = make_server(folder)
-    server.extra_args = ["--config", str(cfg)]
+    server = make_server(folder, config=f"images:\n  {IMAGE}: {env.python}\nengine:\n  warm_workers: true\n")
     server.start()
     try:
         code = copy_workflows(tmp_path / "code", FILE)

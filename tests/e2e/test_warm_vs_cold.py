@@ -25,10 +25,7 @@ def servers(tmp_path_factory):
     made = {}
     for mode in ("warm", "cold"):
         folder = tmp_path_factory.mktemp(f"server-{mode}")
-        cfg = folder / "flytelite.yaml"
-        cfg.write_text(f"engine:\n  warm_workers: {'true' if mode == 'warm' else 'false'}\n")
-        srv = make_server(folder)
-        srv.extra_args = ["--config", str(cfg)]
+        srv = make_server(folder, config=f"engine:\n  warm_workers: {'true' if mode == 'warm' else 'false'}\n")
         made[mode] = srv
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(lambda s: s.start(), made.values()))

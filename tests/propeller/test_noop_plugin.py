@@ -69,10 +69,7 @@ def noop_override_wf(x: int = 5) -> list[int]:
 
 
 def test_a_server_with_the_noop_override_runs_no_task(tmp_path):
-    server = make_server(tmp_path)
-    config = tmp_path / "flytelite.yaml"
-    config.write_text("engine:\n  plugin_override: noop\n")
-    server.extra_args = ["--config", str(config)]
+    server = make_server(tmp_path, config="engine:\n  plugin_override: noop\n")
     server.start()
     try:
         folder = tmp_path / "wf"
