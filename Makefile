@@ -3,7 +3,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 PYTHON ?= python3
 
-.PHONY: start test lint bench clean
+.PHONY: start test test-postgres lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ start: $(VENV)/.installed
 
 test: $(VENV)/.dev-installed
 	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+# The database-dependent tests again, on a PostgreSQL cluster the tests start (Debian's postgresql package).
+PG_TEST_DIRS ?= tests/store tests/admin tests/catalog tests/scheduler tests/console tests/e2e
+test-postgres: $(VENV)/.dev-installed
+	$(PY) -m pytest -q -p no:cacheprovider --db=postgresql $(PG_TEST_DIRS) $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check flytelite tests

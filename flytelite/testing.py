@@ -1,7 +1,14 @@
-"""Run a real flytelite server process for tests and benchmarks, with the flytekit config that reaches it."""
+"""Run a real flytelite server process for tests and benchmarks, with the flytekit config that reaches it.
+
+The database tests run on is SQLite (a file under each server's home) unless a PostgreSQL
+cluster was started for them (`PostgresCluster`, `FLYTELITE_TEST_PG`): then every home gets a
+database of its own on that cluster (`database_url_for`).
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import socket
 import subprocess
@@ -10,6 +17,10 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from flytelite.testing_pg import PG_ENV, PostgresCluster, create_database
+
+__all__ = ["PG_ENV", "PostgresCluster", "RunningServer", "config_args_for", "database_url_for", "free_port", "make_server"]
 
 
 def free_port() -> int:
@@ -83,14 +94,43 @@ class RunningServer:
         return self.log_path.read_text(errors="replace")
 
 
-def make_server(tmp_path: Path, config: str = "") -> RunningServer:
-    """A server (not started) with its home in `tmp_path`; `config` is the YAML of its --config file."""
-    home = tmp_path / "flytelite-home"
+def database_url_for(home: Path) -> str:
+    """The database of the flytelite state under `home`: "" (SQLite in home) unless the tests run on PostgreSQL.
+
+    On PostgreSQL the name derives from the home, so a server restarted on the same home, or a second
+    process opening it, finds the same database; the first call creates it empty.
+    """
+    server_url = os.environ.get(PG_ENV, "")
+    if not server_url:
+        return ""
+    name = "flytelite_" + hashlib.sha1(str(Path(home).resolve()).encode()).hexdigest()[:20]
+    return create_database(server_url, name)
+
+
+def config_args_for(home: Path) -> list[str]:
+    """`flytelite` CLI arguments that reach the database of `home` besides `--home` ([] on SQLite)."""
+    database_url = database_url_for(home)
+    if not database_url:
+        return []
+    path = Path(home).parent / f"{Path(home).name}.database.yaml"
+    path.write_text(f"database_url: {json.dumps(database_url)}\n")
+    return ["--config", str(path)]
+
+
+def make_server(tmp_path: Path, config: str = "", home: Path | None = None) -> RunningServer:
+    """A server (not started) with its home, port, log and flytekit config under `tmp_path`.
+
+    `config` is YAML for the server's own configuration file (`flytelite.yaml` in `tmp_path`);
+    the test database's URL is added to it. `home` is another state folder (replicas share one).
+    """
+    home = home or tmp_path / "flytelite-home"
     port = free_port()
     client_config = tmp_path / "flytekit-config.yaml"
     client_config.write_text(f"admin:\n  endpoint: dns:///localhost:{port}\n  insecure: true\n")
     server = RunningServer(home=home, port=port, config_path=client_config, log_path=tmp_path / "server.log")
-    if config:
-        (tmp_path / "flytelite.yaml").write_text(config)
-        server.extra_args = ["--config", str(tmp_path / "flytelite.yaml")]
+    database_url = database_url_for(home)
+    if config or database_url:
+        server_config = tmp_path / "flytelite.yaml"
+        server_config.write_text(config + (f"\ndatabase_url: {json.dumps(database_url)}\n" if database_url else ""))
+        server.extra_args = ["--config", str(server_config)]
     return server

@@ -1,10 +1,46 @@
-"""Shared fixtures: a real flytelite server process on a free port with a temporary home."""
+"""Shared fixtures: a real flytelite server process on a free port with a temporary home.
+
+`--db=postgresql` (or FLYTELITE_TEST_DB=postgresql) runs the tests on a real PostgreSQL cluster
+started for the session; every flytelite home then gets a database of its own on it
+(flytelite.testing.database_url_for). SQLite is the default.
+"""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from flytelite.testing import RunningServer, make_server
+from flytelite.testing import PG_ENV, PostgresCluster, RunningServer, make_server
+
+
+def pytest_addoption(parser):
+    parser.addoption("--db", choices=("sqlite", "postgresql"), default=os.environ.get("FLYTELITE_TEST_DB", "sqlite"),
+                     help="database the tests' flytelite servers use (default: sqlite, or $FLYTELITE_TEST_DB)")
+
+
+def pytest_report_header(config):
+    return f"flytelite test database: {config.getoption('--db')}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def test_database(request):
+    """The PostgreSQL cluster of the session when the tests run on PostgreSQL; None on SQLite."""
+    if request.config.getoption("--db") != "postgresql":
+        yield None
+        return
+    cluster = PostgresCluster()
+    cluster.start()
+    previous = os.environ.get(PG_ENV)
+    os.environ[PG_ENV] = cluster.url
+    try:
+        yield cluster
+    finally:
+        if previous is None:
+            os.environ.pop(PG_ENV, None)
+        else:
+            os.environ[PG_ENV] = previous
+        cluster.stop()
 
 
 @pytest.fixture(scope="session")

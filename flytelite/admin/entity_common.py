@@ -83,6 +83,12 @@ def validate_identifier(ident: idpb.Identifier, resource_type: int, has_field: b
             raise InvalidArgument(f"{kind} {part} is longer than {MAX_NAME} characters")
 
 
+def validate_length(what: str, value: str, limit: int = MAX_NAME) -> None:
+    """Refuse text longer than its column holds: PostgreSQL would refuse it, SQLite would not (same answer on both)."""
+    if len(value) > limit:
+        raise InvalidArgument(f"{what} {value[:40]!r}... is {len(value)} characters long; at most {limit} are allowed")
+
+
 def validate_named_id(project: str, domain: str, name: str | None, what: str) -> None:
     missing = [k for k, v in (("project", project), ("domain", domain)) if not v]
     if name is not None and not name:

@@ -75,7 +75,7 @@ class EventRows:
         key = (ident.project, ident.domain, ident.name)
         row = self._executions.get(key)
         if row is None:
-            row = self._executions[key] = repo.get_execution(self.session, ident)
+            row = self._executions[key] = repo.get_execution(self.session, ident, for_update=True)
         return row
 
     def node(self, execution: idpb.WorkflowExecutionIdentifier, node_id: str) -> NodeExecution | None:

@@ -139,7 +139,7 @@ class ExecutionsApi:
         _require_id(request.id)
         now = self.ctx.clock.now()
         with self.ctx.db.session() as session:
-            row = repo.get_execution(session, request.id)
+            row = repo.get_execution(session, request.id, for_update=True)
             closure = execution_pb2.ExecutionClosure.FromString(row.closure_pb)
             closure.state_change_details.CopyFrom(execution_pb2.ExecutionStateChangeDetails(
                 state=request.state, occurred_at=to_timestamp(now), principal=""))
@@ -152,7 +152,7 @@ def terminate_execution(ctx: Context, exec_id: identifier_pb2.WorkflowExecutionI
     """Record the request to abort and wake the engine (TerminateExecution; also a parent's cascading abort)."""
     key = (exec_id.project, exec_id.domain, exec_id.name)
     with ctx.db.session() as session:
-        row = repo.get_execution(session, exec_id)
+        row = repo.get_execution(session, exec_id, for_update=True)
         if row.phase in WORKFLOW_TERMINAL:
             raise FailedPrecondition(f"{ids.describe_execution(exec_id)} already finished "
                                      f"({workflow_phase_name(row.phase)}); there is nothing to terminate")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from flyteidl.admin import common_pb2
@@ -58,10 +58,12 @@ def enum_value(enum) -> Callable[[str], int]:
 
 
 def parse_time(text: str) -> datetime:
+    """A filter's time, in UTC (a time without a zone is UTC): SQLite compares stored UTC times as text."""
     try:
-        return datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         raise InvalidArgument(f"cannot read {text!r} as a time; use RFC 3339, e.g. 2024-01-31T12:00:00Z") from None
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
 
 
 def _split_filters(text: str) -> list[str]:

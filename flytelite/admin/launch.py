@@ -19,7 +19,13 @@ from flyteidl.core import compiler_pb2, literals_pb2
 from flyteidl.core import identifier_pb2 as idpb
 from sqlalchemy.exc import IntegrityError
 
-from flytelite.admin.entity_common import not_found, typed_id, validate_identifier, validate_project_domain
+from flytelite.admin.entity_common import (
+    not_found,
+    typed_id,
+    validate_identifier,
+    validate_length,
+    validate_project_domain,
+)
 from flytelite.admin.inputs import resolve_inputs
 from flytelite.admin.single_task import ensure_single_task_launch_plan
 from flytelite.context import Context
@@ -209,6 +215,9 @@ def _store(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier, spec: execut
 
 def _tags(exec_id: idpb.WorkflowExecutionIdentifier, labels: dict[str, str], tags) -> list[ExecutionTag]:
     pairs = {**{tag: "" for tag in tags}, **labels}
+    for key, value in pairs.items():
+        validate_length("execution label or tag", key)
+        validate_length(f"value of execution label {key!r}", value)
     return [ExecutionTag(project=exec_id.project, domain=exec_id.domain, execution_name=exec_id.name,
                          key=key, value=value) for key, value in pairs.items()]
 

@@ -227,7 +227,8 @@ class LaunchPlansApi:
                                              LaunchPlan.state == entities.LP_ACTIVE)
             sort_by = request.sort_by if request.HasField("sort_by") and request.sort_by.key else None
             query = filters.apply_sort(query, sort_by, LP_FIELDS, default=LaunchPlan.updated_at)
-            rows, token = filters.page(session, query.order_by(LaunchPlan.name), request.limit, request.token)
+            rows, token = filters.page(session, query.order_by(LaunchPlan.name, LaunchPlan.version), request.limit,
+                                       request.token)
             return launch_plan_pb2.LaunchPlanList(
                 launch_plans=[entities.launch_plan_to_proto(r) for r in rows], token=token)
 

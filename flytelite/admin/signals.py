@@ -16,6 +16,7 @@ from flyteidl.service import signal_pb2_grpc
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
+from flytelite.admin.entity_common import validate_length
 from flytelite.admin.executions import utc_time
 from flytelite.admin.filters import Field, apply_filters, apply_sort, page
 from flytelite.compiler import literal_matches_type, literal_type_for_literal, type_to_str
@@ -119,6 +120,7 @@ def _key(ident: idpb.SignalIdentifier) -> tuple[str, str, str, str]:
                               ("execution_id.name", ex.name), ("signal_id", ident.signal_id)) if not v]
     if missing:
         raise InvalidArgument(f"signal id is missing {', '.join(missing)}")
+    validate_length("signal id", ident.signal_id)
     return (ex.project, ex.domain, ex.name, ident.signal_id)
 
 

@@ -14,6 +14,7 @@ from flytelite.admin.entity_common import (
     not_found,
     typed_id,
     validate_identifier,
+    validate_length,
     validate_project_domain,
 )
 from flytelite.admin.filters import Field
@@ -40,6 +41,8 @@ def create_task(ctx: Context, ident: idpb.Identifier, spec: task_pb2.TaskSpec) -
         raise InvalidArgument(f"{describe(ident)}: the task template has no type")
     if not spec.template.HasField("interface"):
         raise InvalidArgument(f"{describe(ident)}: the task template has no interface")
+    validate_length(f"{describe(ident)}: task type", spec.template.type)
+    validate_length(f"{describe(ident)}: cache version", spec.template.metadata.discovery_version)
 
     spec = _copy(spec)
     # The stored template carries the id it was registered under, as FlyteAdmin does.

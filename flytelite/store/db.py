@@ -1,4 +1,8 @@
-"""Database access: one engine, short sessions, migrations to head on start."""
+"""Database access: one engine, short sessions, migrations to head on start.
+
+SQLite (the default, a file under the home) and PostgreSQL (`postgresql+psycopg://...`, psycopg 3)
+run the same schema and queries; what differs between them is set up here and nowhere else.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +23,11 @@ class Database:
         kwargs: dict = {}
         if self.is_sqlite:
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+        elif url.startswith("postgresql"):
+            # Times come back in UTC whatever the server's TimeZone (SQLite hands back the UTC we stored);
+            # pre-ping drops connections the server closed (restart, idle timeout) instead of failing a request.
+            kwargs["connect_args"] = {"options": "-c timezone=UTC"}
+            kwargs["pool_pre_ping"] = True
         self.engine = create_engine(url, future=True, **kwargs)
         if self.is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
@@ -57,4 +66,6 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
+    # LIKE (the `contains` filter) matches case as PostgreSQL's does, and as FlyteAdmin's on PostgreSQL.
+    cursor.execute("PRAGMA case_sensitive_like=ON")
     cursor.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from flyteidl.core import identifier_pb2 as idpb
-from sqlalchemy import select
+from sqlalchemy import false, select, update
 from sqlalchemy.orm import Session
 
 from flytelite.errors import NotFound
@@ -23,12 +23,19 @@ def as_utc(dt: datetime | None) -> datetime | None:
     return dt.replace(tzinfo=timezone.utc)
 
 
-def find_execution(session: Session, ident: idpb.WorkflowExecutionIdentifier) -> Execution | None:
-    return session.get(Execution, (ident.project, ident.domain, ident.name))
+def find_execution(session: Session, ident: idpb.WorkflowExecutionIdentifier,
+                   for_update: bool = False) -> Execution | None:
+    """The execution row; `for_update` locks it until the transaction ends, for a read-modify-write of its
+    closure (otherwise two writers could each read the old closure and one's change would be lost)."""
+    if for_update and session.get_bind().dialect.name == "sqlite":
+        # SQLite has no row locks and pysqlite begins a transaction only at the first write: a write that
+        # touches no row takes the database's write lock now, before the read.
+        session.execute(update(Execution).where(false()).values(phase=Execution.phase))
+    return session.get(Execution, (ident.project, ident.domain, ident.name), with_for_update=for_update or None)
 
 
-def get_execution(session: Session, ident: idpb.WorkflowExecutionIdentifier) -> Execution:
-    row = find_execution(session, ident)
+def get_execution(session: Session, ident: idpb.WorkflowExecutionIdentifier, for_update: bool = False) -> Execution:
+    row = find_execution(session, ident, for_update)
     if row is None:
         raise NotFound(f"execution {ident.project}/{ident.domain}/{ident.name} does not exist; "
                        f"list executions to find its name")

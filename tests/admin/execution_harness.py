@@ -22,6 +22,7 @@ from flytelite.admin.service import AdminService
 from flytelite.config import Config
 from flytelite.idl.times import Clock, to_timestamp
 from flytelite.server.app import admin_clients, build_context
+from flytelite.testing import database_url_for
 
 P, D = "flytesnacks", "development"
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
@@ -62,7 +63,7 @@ class ManualClock(Clock):
 
 class Harness:
     def __init__(self, tmp_path):
-        self.ctx = build_context(Config(home=tmp_path / "home"))
+        self.ctx = build_context(Config(home=tmp_path / "home", database_url=database_url_for(tmp_path / "home")))
         # Executions are created a minute before the events' times (T0 + seconds).
         self.clock = self.ctx.clock = ManualClock(T0 - timedelta(minutes=1))
         self.notified: list[tuple[str, str, str]] = []

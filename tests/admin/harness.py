@@ -25,6 +25,7 @@ from flytelite.admin.named_entities import NamedEntitiesApi
 from flytelite.admin.service import AdminService
 from flytelite.config import Config as FlyteliteConfig
 from flytelite.server.app import build_context
+from flytelite.testing import database_url_for
 
 P, D = "flytesnacks", "development"
 
@@ -36,7 +37,7 @@ Service = AdminService if issubclass(AdminService, NamedEntitiesApi) else type(
 
 def start_admin(tmp_path):
     """Yields an Admin over a fresh home; the fixture in conftest.py drives it."""
-    ctx = build_context(FlyteliteConfig(home=tmp_path / "home"))
+    ctx = build_context(FlyteliteConfig(home=tmp_path / "home", database_url=database_url_for(tmp_path / "home")))
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), interceptors=[ErrorInterceptor()])
     admin_pb2_grpc.add_AdminServiceServicer_to_server(Service(ctx), server)
     port = server.add_insecure_port("127.0.0.1:0")

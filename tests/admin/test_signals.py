@@ -18,6 +18,7 @@ from flytelite.admin.service import AdminService
 from flytelite.admin.signals import SignalService, get_or_create_signal
 from flytelite.config import Config as FlyteliteConfig
 from flytelite.server.app import build_context
+from flytelite.testing import database_url_for
 from tests.admin.execution_harness import literal
 
 P, D = "flytesnacks", "development"
@@ -39,7 +40,7 @@ class Signals:
 
 @pytest.fixture
 def signals(tmp_path):
-    ctx = build_context(FlyteliteConfig(home=tmp_path / "home"))
+    ctx = build_context(FlyteliteConfig(home=tmp_path / "home", database_url=database_url_for(tmp_path / "home")))
     notified: list = []
     ctx.notify_engine = notified.append
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), interceptors=[ErrorInterceptor()])

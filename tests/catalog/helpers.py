@@ -22,6 +22,7 @@ from flytelite.context import Context
 from flytelite.idl.times import Clock
 from flytelite.storage import BlobStore
 from flytelite.store.db import Database
+from flytelite.testing import database_url_for
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -93,7 +94,7 @@ def int_outputs(value: int, name: str = "o0") -> literals_pb2.LiteralMap:
 
 def open_catalog(home: Path, clock: Clock | None = None) -> Catalog:
     """A catalog on the state under `home` (already migrated), as a second process would open it."""
-    config = Config(home=home)
+    config = Config(home=home, database_url=database_url_for(home))
     ctx = Context(config=config, db=Database(config.db_url), blobs=BlobStore(config.blob_root))
     if clock is not None:
         ctx.clock = clock

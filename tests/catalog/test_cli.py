@@ -11,6 +11,7 @@ from flyteidl.core import identifier_pb2
 from flytelite.catalog import Catalog, catalog_key, source_task_execution
 from flytelite.config import Config
 from flytelite.server.app import build_context
+from flytelite.testing import config_args_for, database_url_for
 from tests.catalog import helpers
 from tests.catalog.helpers import inputs, int_outputs, open_catalog, template
 
@@ -31,7 +32,7 @@ def _fill(catalog: Catalog) -> tuple[str, str]:
 
 
 def _home(tmp_path: Path) -> Path:
-    ctx = build_context(Config(home=tmp_path / "home"))
+    ctx = build_context(Config(home=tmp_path / "home", database_url=database_url_for(tmp_path / "home")))
     ctx.db.dispose()
     return tmp_path / "home"
 
@@ -42,7 +43,7 @@ def test_list_then_clear_one_task_then_all(tmp_path):
     square, v2 = _fill(catalog)
     catalog.db.dispose()
 
-    listed = _cli("list", "--home", str(home))
+    listed = _cli("list", "--home", str(home), *config_args_for(home))
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
     assert lines[0].split() == ["PROJECT", "DOMAIN", "TASK", "CACHE", "VERSION", "TAG", "CREATED", "SOURCE",
@@ -54,21 +55,22 @@ def test_list_then_clear_one_task_then_all(tmp_path):
     assert all(r[:2] == ["flytesnacks", "development"] and r[4].startswith("flyte_cached-") for r in rows)
     assert lines[-1] == "3 cached entries"
 
-    only = _cli("list", "--home", str(home), "--task", v2)
+    only = _cli("list", "--home", str(home), "--task", v2, *config_args_for(home))
     assert only.stdout.splitlines()[-1] == "1 cached entry"
 
-    cleared = _cli("clear", "--home", str(home), "--task", square)
+    cleared = _cli("clear", "--home", str(home), "--task", square, *config_args_for(home))
     assert cleared.returncode == 0, cleared.stderr
     assert cleared.stdout.strip() == f"cleared 2 cached entries of task {square}"
     catalog = open_catalog(home)
     assert [e.key.task_name for e in catalog.list()] == [v2]
     catalog.db.dispose()
 
-    assert _cli("clear", "--home", str(home)).stdout.strip() == "cleared 1 cached entry"
-    assert _cli("list", "--home", str(home)).stdout.splitlines()[-1] == "0 cached entries"
+    assert _cli("clear", "--home", str(home), *config_args_for(home)).stdout.strip() == "cleared 1 cached entry"
+    assert _cli("list", "--home", str(home), *config_args_for(home)).stdout.splitlines()[-1] == "0 cached entries"
 
 
 def test_a_home_without_state_is_an_error_that_says_so(tmp_path):
+    # No --config: a database URL would hold the state; without one the home's SQLite file must exist.
     result = _cli("list", "--home", str(tmp_path / "nowhere"))
     assert result.returncode != 0
     assert "no flytelite state" in result.stderr and "--home" in result.stderr
@@ -77,10 +79,11 @@ def test_a_home_without_state_is_an_error_that_says_so(tmp_path):
 def test_list_and_clear_while_the_server_runs(fresh_server):
     catalog = open_catalog(fresh_server.home)
     square, _ = _fill(catalog)
-    listed = _cli("list", "--home", str(fresh_server.home), "--task", square)
+    listed = _cli("list", "--home", str(fresh_server.home), "--task", square,
+                  *config_args_for(fresh_server.home))
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.splitlines()[-1] == "2 cached entries"
-    cleared = _cli("clear", "--home", str(fresh_server.home))
+    cleared = _cli("clear", "--home", str(fresh_server.home), *config_args_for(fresh_server.home))
     assert cleared.stdout.strip() == "cleared 3 cached entries"
     assert catalog.list() == []
     catalog.db.dispose()

@@ -13,7 +13,7 @@ from flytelite.config import Config
 from flytelite.console.app import build_app
 from flytelite.context import Context
 from flytelite.server.app import build_context
-from flytelite.testing import free_port
+from flytelite.testing import database_url_for, free_port
 
 
 @dataclass
@@ -24,7 +24,7 @@ class Console:
 
 @pytest.fixture
 def console(tmp_path):
-    ctx = build_context(Config(home=tmp_path / "home", max_upload_bytes=1024 * 1024))
+    ctx = build_context(Config(home=tmp_path / "home", database_url=database_url_for(tmp_path / "home"), max_upload_bytes=1024 * 1024))
     port = free_port()
     ctx.public_url = f"http://127.0.0.1:{port}"
     ctx.ready = True

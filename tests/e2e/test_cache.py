@@ -16,6 +16,7 @@ import pytest
 from flyteidl.core import catalog_pb2
 from flytekit.models.core.execution import WorkflowExecutionPhase
 
+from flytelite.testing import config_args_for
 from tests.e2e.flyte_cli import copy_workflows, run_remote
 
 pytestmark = pytest.mark.e2e
@@ -34,7 +35,8 @@ def markers(folder: Path) -> list[str]:
 
 
 def cache_cli(server, *args: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "flytelite.cli", "cache", *args, "--home", str(server.home)],
+    proc = subprocess.run([sys.executable, "-m", "flytelite.cli", "cache", *args, "--home", str(server.home),
+                           *config_args_for(server.home)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout

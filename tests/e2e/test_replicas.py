@@ -15,7 +15,7 @@ from flytekit.configuration import Config as FlyteConfig
 from flytekit.models.core.execution import WorkflowExecutionPhase
 from flytekit.remote import FlyteRemote
 
-from flytelite.testing import make_server
+from flytelite.testing import config_args_for, make_server
 from tests.e2e.flyte_cli import copy_workflows, run_remote
 
 pytestmark = pytest.mark.e2e
@@ -27,14 +27,14 @@ EXECUTIONS = 4
 
 def _replica(folder: Path, home: Path, role: str):
     folder.mkdir(parents=True)
-    server = make_server(folder, CONFIG)
-    server.home, server.role = home, role
+    server = make_server(folder, CONFIG, home=home)
+    server.role = role
     return server
 
 
 def _status(home: Path) -> str:
-    return subprocess.run([sys.executable, "-m", "flytelite.cli", "status", "--home", str(home)],
-                          capture_output=True, text=True, check=True, timeout=60).stdout
+    return subprocess.run([sys.executable, "-m", "flytelite.cli", "status", "--home", str(home),
+                           *config_args_for(home)], capture_output=True, text=True, check=True, timeout=60).stdout
 
 
 def _wait_for(predicate, what: str, timeout: float = 120):

@@ -22,6 +22,7 @@ from flytelite.propeller.status import WorkflowStatus
 from flytelite.server.app import build_context
 from flytelite.store.flyteworkflow import ExecutionSpec
 from flytelite.store.models import FlyteWorkflow
+from flytelite.testing import database_url_for
 
 REPO = Path(__file__).resolve().parents[2]
 P, D = "flytesnacks", "development"
@@ -58,7 +59,7 @@ class RecordingSink:
 
 
 def make_context(tmp_path: Path, **engine) -> Context:
-    config = Config(home=tmp_path / "home", engine=EngineConfig(**{"resync_seconds": 30.0, **engine}))
+    config = Config(home=tmp_path / "home", database_url=database_url_for(tmp_path / "home"), engine=EngineConfig(**{"resync_seconds": 30.0, **engine}))
     return build_context(config)
 
 

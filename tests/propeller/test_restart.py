@@ -14,6 +14,7 @@ from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.core import PluginPhase, TaskExecutionContext
 from flytelite.propeller.plugins.local_process import LocalProcessPlugin
 from flytelite.server.app import build_context
+from flytelite.testing import database_url_for
 from tests.propeller import flyte_tasks as ft
 from tests.propeller import harness as h
 from tests.propeller.test_local_process import _gone, markers
@@ -51,7 +52,7 @@ def _start_then_stop(tmp_path, name: str, seconds: float):
 
 
 def _second_life(tmp_path, key):
-    ctx = build_context(Config(home=tmp_path / "home"))
+    ctx = build_context(Config(home=tmp_path / "home", database_url=database_url_for(tmp_path / "home")))
     sink = h.RecordingSink()
 
     async def go():
@@ -96,7 +97,7 @@ def test_process_that_died_while_the_engine_was_down_is_retried_as_a_system_erro
 
 def test_a_launch_interrupted_by_a_crash_is_adopted_not_started_twice(tmp_path):
     """The crash window between starting a process and persisting its pid."""
-    ctx = build_context(Config(home=tmp_path / "home"))
+    ctx = build_context(Config(home=tmp_path / "home", database_url=database_url_for(tmp_path / "home")))
     marker = "flytesnacks-development-crash/n0/0"
     # The process a crashed server started just before dying: it carries the attempt's marker.
     env = dict(os.environ, **{processes.MARKER_ENV: marker})
@@ -129,7 +130,7 @@ def test_a_launch_interrupted_by_a_crash_is_adopted_not_started_twice(tmp_path):
 
 def test_node_status_records_what_finds_the_process_again(tmp_path):
     marks, key, pid = _start_then_stop(tmp_path, "recorded", seconds=1.0)
-    ctx = build_context(Config(home=tmp_path / "home"))
+    ctx = build_context(Config(home=tmp_path / "home", database_url=database_url_for(tmp_path / "home")))
     node = h.load(ctx, key)[1].nodes["n1"]
     plugin_state = node.task.plugin
     assert plugin_state["pid"] == pid and plugin_state["start_time"] is not None

@@ -16,6 +16,7 @@ from flytelite.propeller.phases import NodePhase, WorkflowPhase
 from flytelite.propeller.plugins import copilot
 from flytelite.server.app import build_context
 from flytelite.storage import BlobStore
+from flytelite.testing import database_url_for
 from tests.propeller import harness as h
 
 IMAGE = "localhost/flytelite-unit/sh:1"
@@ -153,7 +154,7 @@ def tt_nowhere_wf(a: int) -> int:
 
 
 def run_container_workflow(tmp_path, wf, name: str):
-    config = Config(home=tmp_path / "home", raw_container_images={IMAGE: "local"},
+    config = Config(home=tmp_path / "home", database_url=database_url_for(tmp_path / "home"), raw_container_images={IMAGE: "local"},
                     engine=EngineConfig(resync_seconds=30.0, max_system_retries=1, warm_workers=False))
     ctx = build_context(config)
     key = h.create_execution(ctx, h.compile_entity(wf), {"a": 21}, name)

@@ -21,6 +21,7 @@ from flytelite.idl.times import Clock
 from flytelite.scheduler.launcher import admin_launcher
 from flytelite.scheduler.scheduler import Scheduler
 from flytelite.server.app import build_context
+from flytelite.testing import database_url_for
 from tests.scheduler import flows
 
 P, D = "flytesnacks", "development"
@@ -50,7 +51,7 @@ class ManualClock(Clock):
 
 class Harness:
     def __init__(self, home, clock: ManualClock | None = None):
-        self.ctx: Context = build_context(Config(home=home))
+        self.ctx: Context = build_context(Config(home=home, database_url=database_url_for(home)))
         self.clock = self.ctx.clock = clock or ManualClock(T0)
         self.ctx.notify_engine = lambda key: None
         self.svc = AdminService(self.ctx)

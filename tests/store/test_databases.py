@@ -1,0 +1,113 @@
+"""What must read the same on SQLite and PostgreSQL: run with --db=postgresql as well as the default.
+
+Each test states a behaviour a user sees through the API; the database underneath must not change it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from flyteidl.admin import common_pb2, execution_pb2
+from flyteidl.core import execution_pb2 as core
+from flyteidl.core import identifier_pb2 as idpb
+from sqlalchemy import select
+
+from flytelite import errors
+from flytelite.store import executions as repo
+from flytelite.store.db import MIGRATIONS_DIR
+from flytelite.store.models import Execution
+from tests.admin.execution_harness import T0, WF, D, Harness, P
+
+
+@pytest.fixture
+def h(tmp_path):
+    harness = Harness(tmp_path)
+    harness.register_all()
+    yield harness
+    harness.close()
+
+
+def names(h: Harness, filters: str) -> list[str]:
+    request = common_pb2.ResourceListRequest(id=common_pb2.NamedEntityIdentifier(project=P, domain=D),
+                                             filters=filters, limit=100)
+    return [e.id.name for e in h.svc.ListExecutions(request).executions]
+
+
+def test_the_selected_database_is_the_one_in_use_and_at_the_newest_migration(h, request):
+    assert h.ctx.db.engine.dialect.name == request.config.getoption("--db")
+    from alembic.config import Config as AlembicConfig
+
+    cfg = AlembicConfig()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    with h.ctx.db.engine.connect() as conn:
+        assert MigrationContext.configure(conn).get_current_revision() == ScriptDirectory.from_config(cfg).get_current_head()
+
+
+def test_times_are_utc_whatever_zone_a_filter_is_written_in(h):
+    h.clock.current = T0
+    h.create("pipeline_fixed", name="first")
+    h.clock.current = T0 + timedelta(minutes=1)
+    h.create("pipeline_fixed", name="second")
+    second = idpb.WorkflowExecutionIdentifier(project=P, domain=D, name="second")
+    assert h.get(second).closure.created_at.ToDatetime() == (T0 + timedelta(minutes=1)).replace(tzinfo=None)
+    # 14:00:30 at +02:00 is 12:00:30 UTC; a time without a zone is UTC.
+    assert names(h, "gte(created_at,2024-05-01T14:00:30+02:00)") == ["second"]
+    assert names(h, "gte(created_at,2024-05-01T12:00:30)") == ["second"]
+    assert names(h, "lt(created_at,2024-05-01T12:00:30Z)") == ["first"]
+    with h.ctx.db.session() as session:
+        stored = session.scalar(select(Execution.created_at).where(Execution.name == "first"))
+    assert stored.replace(tzinfo=None) == T0.replace(tzinfo=None)  # naive on SQLite, UTC-aware on PostgreSQL
+    assert stored.utcoffset() in (None, timedelta(0))
+
+
+def test_contains_matches_case_as_flyteadmin_on_postgresql_does(h):
+    h.create("pipeline_fixed", name="nightly-report")
+    assert names(h, "contains(name,report)") == ["nightly-report"]
+    assert names(h, "contains(name,REPORT)") == []
+
+
+def test_duplicates_are_already_exists_and_overlong_text_is_invalid_on_both(h):
+    h.create("pipeline_fixed", name="once")
+    with pytest.raises(errors.AlreadyExists):
+        h.create("pipeline_fixed", name="once")
+    # PostgreSQL refuses a label longer than its column, SQLite would store it: both refuse it up front.
+    with pytest.raises(errors.InvalidArgument, match="at most 255"):
+        h.create("pipeline_fixed", name="long-label", labels=common_pb2.Labels(values={"team": "x" * 256}))
+    with pytest.raises(errors.InvalidArgument, match="at most 255"):
+        h.create("pipeline_fixed", name="long-tag", tags=["t" * 256])
+    assert names(h, "contains(name,long)") == []
+
+
+def test_a_terminate_while_another_writer_holds_the_execution_keeps_both_changes(h):
+    """Writers of one execution's closure read it locked: the second reads what the first committed."""
+    ex = h.create("pipeline_fixed", name="racing")
+    h.workflow_event(ex, WF.RUNNING, 1)
+    outcome: list[BaseException | None] = []
+
+    def terminate():
+        try:
+            h.svc.TerminateExecution(execution_pb2.ExecutionTerminateRequest(id=ex, cause="stop it"))
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001
+            outcome.append(exc)
+
+    with h.ctx.db.session() as session:
+        row = repo.get_execution(session, ex, for_update=True)
+        closure = execution_pb2.ExecutionClosure.FromString(row.closure_pb)
+        closure.state_change_details.state = execution_pb2.EXECUTION_ARCHIVED
+        row.closure_pb = closure.SerializeToString()
+        session.flush()
+        other = threading.Thread(target=terminate)
+        other.start()
+        time.sleep(0.5)  # the terminate reads now, before this transaction commits
+    other.join(30)
+    closure = h.get(ex).closure
+    assert closure.state_change_details.state == execution_pb2.EXECUTION_ARCHIVED
+    assert outcome == [None]  # it waited for the lock, then read the archived closure
+    assert closure.abort_metadata.cause == "stop it"
+    assert closure.phase == core.WorkflowExecution.ABORTING
