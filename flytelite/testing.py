@@ -123,6 +123,7 @@ def make_server(tmp_path: Path, config: str = "", home: Path | None = None) -> R
     `config` is YAML for the server's own configuration file (`flytelite.yaml` in `tmp_path`);
     the test database's URL is added to it. `home` is another state folder (replicas share one).
     """
+    tmp_path.mkdir(parents=True, exist_ok=True)
     home = home or tmp_path / "flytelite-home"
     port = free_port()
     client_config = tmp_path / "flytekit-config.yaml"

@@ -4,6 +4,7 @@ takes its executions over; every execution ends once, and no task that had succe
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ from flytekit.configuration import Config as FlyteConfig
 from flytekit.models.core.execution import WorkflowExecutionPhase
 from flytekit.remote import FlyteRemote
 
-from flytelite.testing import config_args_for, make_server
+from flytelite.testing import PG_ENV, config_args_for, make_server
 from tests.e2e.flyte_cli import copy_workflows, run_remote
 
 pytestmark = pytest.mark.e2e
@@ -26,7 +27,6 @@ EXECUTIONS = 4
 
 
 def _replica(folder: Path, home: Path, role: str):
-    folder.mkdir(parents=True)
     server = make_server(folder, CONFIG, home=home)
     server.role = role
     return server
@@ -87,3 +87,29 @@ def test_engine_replicas_share_executions_and_take_over_from_a_dead_one(tmp_path
     finally:
         for server in (api, *engines):
             server.stop()
+
+
+def test_on_postgresql_a_new_execution_reaches_an_engine_replica_through_notify(tmp_path):
+    """With resyncs (and lease renewals, which also claim free executions) an hour apart, only
+    LISTEN/NOTIFY can bring the API replica's new execution to the engine replica: the execution
+    finishing proves the wake-up crossed processes."""
+    if not os.environ.get(PG_ENV):
+        pytest.skip("LISTEN/NOTIFY is PostgreSQL's; run with --db=postgresql")
+    home = tmp_path / "shared-home"
+    config = "engine:\n  resync_seconds: 3600\n  lease_seconds: 10800\n"
+    api = make_server(tmp_path / "api", config, home=home)
+    engine = make_server(tmp_path / "engine", config, home=home)
+    api.role, engine.role = "api", "engine"
+    api.start()
+    engine.start()
+    try:
+        code = copy_workflows(tmp_path / "wf", "hello.py")
+        name = run_remote(api, code, "hello.py", "hello_wf")
+        remote = FlyteRemote(FlyteConfig.auto(str(api.config_path)), default_project="flytesnacks",
+                             default_domain="development")
+        ex = remote.wait(remote.fetch_execution(name=name), timeout=timedelta(seconds=180),
+                         poll_interval=timedelta(seconds=0.5))
+        assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
+    finally:
+        api.stop()
+        engine.stop()
