@@ -126,9 +126,9 @@ class S3TestServer:
             try:
                 with urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=1):
                     break
-            except OSError:
+            except OSError as exc:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"moto_server did not answer in {timeout}s:\n{self.log_path.read_text()}")
+                    raise RuntimeError(f"moto_server did not answer in {timeout}s:\n{self.log_path.read_text()}") from exc
                 time.sleep(0.1)
         self.client().create_bucket(Bucket=self.bucket)
 
