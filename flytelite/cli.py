@@ -56,7 +56,7 @@ def _open_state(args: argparse.Namespace):
     config = Config.load(args.config, home=args.home)
     if not config.database_url and not (config.home / "flytelite.db").exists():
         raise SystemExit(f"no flytelite state in {config.home}; pass the --home the server runs with")
-    return Context(config=config, db=Database(config.db_url), blobs=BlobStore(config.blob_root))
+    return Context(config=config, db=Database(config.db_url), blobs=BlobStore(config.blob_root, config.s3))
 
 
 def _open_catalog(args: argparse.Namespace):

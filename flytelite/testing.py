@@ -135,3 +135,67 @@ def make_server(tmp_path: Path, config: str = "", home: Path | None = None) -> R
         server_config.write_text(config + (f"\ndatabase_url: {json.dumps(database_url)}\n" if database_url else ""))
         server.extra_args = ["--config", str(server_config)]
     return server
+
+
+@dataclass
+class S3TestServer:
+    """A real S3-compatible server for tests (moto's, from `moto[server]`) in a process of its own.
+
+    `start()` waits until it answers and creates `bucket`; the credentials are whatever the test chooses
+    (moto accepts any), the Flyte sandbox's by default.
+    """
+
+    port: int
+    log_path: Path
+    bucket: str = "my-s3-bucket"
+    access_key_id: str = "minio"
+    secret_access_key: str = "miniostorage"
+    proc: subprocess.Popen | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://localhost:{self.port}"
+
+    def start(self, timeout: float = 60) -> None:
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+                                     stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"moto_server exited with {self.proc.returncode}:\n{self.log_path.read_text()}")
+            try:
+                with urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=1):
+                    break
+            except OSError as exc:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"moto_server did not answer in {timeout}s:\n{self.log_path.read_text()}") from exc
+                time.sleep(0.1)
+        self.client().create_bucket(Bucket=self.bucket)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(10)
+            self.proc = None
+
+    def client(self):
+        """A botocore S3 client of this server."""
+        import botocore.config
+        import botocore.session
+
+        return botocore.session.get_session().create_client(
+            "s3", endpoint_url=self.endpoint, region_name="us-east-1", aws_access_key_id=self.access_key_id,
+            aws_secret_access_key=self.secret_access_key,
+            config=botocore.config.Config(s3={"addressing_style": "path"}))
+
+    def server_config(self, prefix: str = "") -> str:
+        """YAML for a flytelite server whose blob store is this bucket (under `prefix`)."""
+        root = f"s3://{self.bucket}/{prefix}".rstrip("/")
+        return (f"storage_root: {root}\ns3:\n  endpoint: {self.endpoint}\n  access_key_id: {self.access_key_id}\n"
+                f"  secret_access_key: {self.secret_access_key}\n")
+
+    def client_config(self) -> str:
+        """The `storage` section of a flytekit config that reaches this server, as a Flyte sandbox's does."""
+        return (f"storage:\n  connection:\n    endpoint: {self.endpoint}\n    access-key: {self.access_key_id}\n"
+                f"    secret-key: {self.secret_access_key}\n")

@@ -3,6 +3,8 @@
 `--db=postgresql` (or FLYTELITE_TEST_DB=postgresql) runs the tests on a real PostgreSQL cluster
 started for the session; every flytelite home then gets a database of its own on it
 (flytelite.testing.database_url_for). SQLite is the default.
+The S3 fixtures start a real S3-compatible server (moto's) and a flytelite server whose blob store is
+a bucket there.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import os
 
 import pytest
 
-from flytelite.testing import PG_ENV, PostgresCluster, RunningServer, make_server
+from flytelite.testing import PG_ENV, PostgresCluster, RunningServer, S3TestServer, free_port, make_server
 
 
 def pytest_addoption(parser):
@@ -69,4 +71,35 @@ def remote(server):
     from flytekit.remote import FlyteRemote
 
     return FlyteRemote(FlyteConfig.auto(str(server.config_path)), default_project="flytesnacks",
+                       default_domain="development")
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory) -> S3TestServer:
+    """moto's S3 server in a process of its own on a free port, with the bucket `my-s3-bucket`."""
+    srv = S3TestServer(free_port(), tmp_path_factory.mktemp("s3") / "moto.log")
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory, s3) -> RunningServer:
+    """A flytelite server whose blob store is s3://my-s3-bucket/flytelite; its flytekit config names the
+    S3 endpoint as a Flyte sandbox's does."""
+    srv = make_server(tmp_path_factory.mktemp("s3-server"), s3.server_config("flytelite"))
+    with open(srv.config_path, "a") as f:
+        f.write(s3.client_config())
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_remote(s3_server):
+    """A FlyteRemote on the S3 server (it reads blobs from the bucket with the config's S3 settings)."""
+    from flytekit.configuration import Config as FlyteConfig
+    from flytekit.remote import FlyteRemote
+
+    return FlyteRemote(FlyteConfig.auto(str(s3_server.config_path)), default_project="flytesnacks",
                        default_domain="development")

@@ -1,11 +1,12 @@
-"""DataProxyService: signed URLs on flytelite's own HTTP port for uploading and downloading blobs.
+"""DataProxyService: signed URLs for uploading and downloading blobs.
 
 `pyflyte run --remote` and `pyflyte register` ask CreateUploadLocation first and
 PUT their code tarball to the returned `signed_url`; `native_url` is where it
 lands in the blob store. Uploads go to `<uploads>/<project>/<domain>/<root>/<filename>`
 where `<root>` is `filename_root` or the base32 MD5 of the content, as in
-FlyteAdmin. This module only signs; the HTTP side (flytelite.console.transfer)
-moves the bytes. GetData (flyte:// URIs) is not offered yet.
+FlyteAdmin. This module only signs (storage/links.py): on a local store the URLs
+are flytelite's own and flytelite.console.transfer moves the bytes; on S3 they are
+the bucket's presigned URLs. GetData (flyte:// URIs) is not offered yet.
 """
 
 from __future__ import annotations
@@ -24,14 +25,8 @@ from sqlalchemy import select
 from flytelite.admin.grpc_errors import fill_unimplemented
 from flytelite.context import Context
 from flytelite.errors import AlreadyExists, InvalidArgument, NotFound
-from flytelite.storage.signing import (
-    SignedBlobs,
-    UrlSigner,
-    download_url,
-    load_or_create_secret,
-    safe_relative_path,
-    upload_url,
-)
+from flytelite.storage.links import BlobLinks, blob_links
+from flytelite.storage.signing import SignedBlobs, UrlSigner, load_or_create_secret, safe_relative_path
 from flytelite.store.models import NodeExecution
 
 # FlyteAdmin's default length for generated upload file names.
@@ -47,7 +42,7 @@ def signed_blobs(ctx: Context) -> SignedBlobs:
 class DataProxyService(dataproxy_pb2_grpc.DataProxyServiceServicer):
     def __init__(self, ctx: Context):
         self.ctx = ctx
-        self.signed = signed_blobs(ctx)
+        self.links: BlobLinks = blob_links(ctx.blobs, signed_blobs(ctx), lambda: ctx.public_url)
 
     def _lifetime(self, request, what: str) -> int:
         """Seconds a URL stays valid: the client's expires_in, capped by config.upload_url_seconds."""
@@ -60,8 +55,6 @@ class DataProxyService(dataproxy_pb2_grpc.DataProxyServiceServicer):
                                   "(upload_url_seconds in flytelite's config)")
         return math.ceil(seconds) or limit
 
-    def _expiry(self, seconds: int) -> int:
-        return math.ceil(self.ctx.clock.now().timestamp()) + seconds
 
     def CreateUploadLocation(self, request: dataproxy_pb2.CreateUploadLocationRequest, context):
         if not request.project or not request.domain:
@@ -83,12 +76,11 @@ class DataProxyService(dataproxy_pb2_grpc.DataProxyServiceServicer):
             self._refuse_different_content(native_url, request.content_md5)
 
         seconds = self._lifetime(request, "CreateUploadLocation")
-        expires = self._expiry(seconds)
-        token = self.signed.token("PUT", native_url, expires, md5_b64)
+        now = self.ctx.clock.now().timestamp()
         response = dataproxy_pb2.CreateUploadLocationResponse(
-            signed_url=upload_url(self.ctx.public_url, token),
+            signed_url=self.links.upload(native_url, now, seconds, md5_b64),
             native_url=native_url,
-            expires_at=_timestamp(expires),
+            expires_at=_timestamp(math.ceil(now) + seconds),
         )
         if md5_b64:
             response.headers["Content-MD5"] = md5_b64
@@ -146,10 +138,8 @@ class DataProxyService(dataproxy_pb2_grpc.DataProxyServiceServicer):
     def _download(self, native_url: str, seconds: int) -> tuple[str, timestamp_pb2.Timestamp]:
         if not native_url:
             raise InvalidArgument("native_url is empty: pass the blob path to download")
-        expires = self._expiry(seconds)
-        name = native_url.rstrip("/").rsplit("/", 1)[-1]
-        token = self.signed.token("GET", native_url, expires)
-        return download_url(self.ctx.public_url, token, name), _timestamp(expires)
+        now = self.ctx.clock.now().timestamp()
+        return self.links.download(native_url, now, seconds), _timestamp(math.ceil(now) + seconds)
 
 
 def _timestamp(unix_seconds: int) -> timestamp_pb2.Timestamp:

@@ -27,7 +27,8 @@ from flytelite.console.rest import rest_routes, unknown_api
 from flytelite.console.transfer import Transfers
 from flytelite.context import Context
 from flytelite.errors import FlyteliteError, InvalidArgument, NotFound
-from flytelite.storage.signing import DOWNLOAD_ROUTE, UPLOAD_ROUTE, SignedBlobs, download_url
+from flytelite.storage.links import blob_links
+from flytelite.storage.signing import DOWNLOAD_ROUTE, UPLOAD_ROUTE, SignedBlobs
 
 # Blob links on a page stay valid this long (a page left open keeps refreshing them while running).
 LINK_SECONDS = 24 * 3600
@@ -108,14 +109,15 @@ def build_app(ctx: Context) -> Starlette:
 
 
 def blob_link(ctx: Context, signed: SignedBlobs):
-    """href for a blob URI on a page: a signed download URL on this server, or None outside the store."""
-    expires = int(ctx.clock.now().timestamp()) + LINK_SECONDS
+    """href for a blob URI on a page: a signed download URL (on this server, or the bucket's presigned
+    one), or None outside the store."""
+    links = blob_links(ctx.blobs, signed, lambda: "")
+    now = int(ctx.clock.now().timestamp())
 
     def link(uri: str) -> str | None:
         try:
-            token = signed.token("GET", uri, expires)
+            return links.download(uri, now, LINK_SECONDS)
         except InvalidArgument:
             return None
-        return download_url("", token, uri.rstrip("/").rsplit("/", 1)[-1])
 
     return link

@@ -48,7 +48,7 @@ def build_context(config: Config) -> Context:
     config.work_dir.mkdir(parents=True, exist_ok=True)
     db = Database(config.db_url)
     db.migrate()
-    ctx = Context(config=config, db=db, blobs=BlobStore(config.blob_root))
+    ctx = Context(config=config, db=db, blobs=BlobStore(config.blob_root, config.s3))
     ensure_default_project(ctx)
     return ctx
 

@@ -7,6 +7,11 @@ remote data, as it treats S3 on a Flyte cluster: it downloads inputs instead of 
 os.path, and uploads outputs to the raw output prefix. Plain absolute paths and file:// URIs (what
 older homes stored) are still read and written. (Task processes write such URIs through fsspec with
 folders made on demand: see propeller/plugins/task_site.)
+
+An s3:// root is read and written through s3fs with the endpoint, region and credentials of the
+config's `s3` section (storage/s3.py); its execution data lies under Flyte's own metadata prefix,
+`<root>/metadata/propeller`, as on a Flyte cluster. A local store keeps `<root>/metadata`, where
+existing homes have their executions.
 """
 
 from __future__ import annotations
@@ -19,6 +24,9 @@ from typing import TypeVar
 
 import fsspec
 from google.protobuf.message import Message
+
+from flytelite.config import S3Config
+from flytelite.storage import s3
 
 M = TypeVar("M", bound=Message)
 # Temporary names unique to a process (even a forked one: the pid is in them) and a write, without a
@@ -38,7 +46,7 @@ def local_path(uri: str) -> str | None:
 
 
 class BlobStore:
-    def __init__(self, root: str):
+    def __init__(self, root: str, s3_config: S3Config | None = None):
         folder = local_path(root) if "://" in root else os.path.expanduser(root)
         self.is_local = folder is not None
         if self.is_local:
@@ -46,14 +54,26 @@ class BlobStore:
             os.makedirs(self.folder, exist_ok=True)
             root = LOCAL_SCHEME + self.folder
         self.root = root.rstrip("/")
-        self.fs, _ = fsspec.core.url_to_fs(self.root)
+        # Set for an s3:// root: the resolved S3 settings and the signer of its presigned URLs.
+        self.s3: S3Config | None = None
+        self.presigner: s3.Presigner | None = None
+        if self.root.startswith("s3://"):
+            self.s3 = (s3_config or S3Config()).resolved()
+            self.presigner = s3.Presigner(self.s3)
+            self.fs = fsspec.filesystem("s3", **s3.storage_options(self.s3))
+        else:
+            self.fs, _ = fsspec.core.url_to_fs(self.root)
+
+    def task_environment(self) -> dict[str, str]:
+        """Variables a task process needs to read and write this store itself (none for a local one)."""
+        return s3.task_environment(self.s3) if self.s3 is not None else {}
 
     # -- layout (same shape as Flyte) ---------------------------------------------
     def join(self, *parts: str) -> str:
         return posixpath.join(*parts)
 
     def metadata_prefix(self) -> str:
-        return self.join(self.root, "metadata")
+        return self.join(self.root, "metadata" if self.is_local else "metadata/propeller")
 
     def execution_dir(self, project: str, domain: str, name: str) -> str:
         return self.join(self.metadata_prefix(), f"{project}-{domain}-{name}")

@@ -123,6 +123,14 @@ def download_url(base_url: str, token: str, filename: str) -> str:
     return f"{base_url}{DOWNLOAD_ROUTE}/{token}/{quote(filename)}"
 
 
+def relative_blob_path(blobs: BlobStore, path: str) -> str:
+    """`path` relative to the store root; InvalidArgument when it lies outside the store."""
+    relative = blobs.relative(path)
+    if not relative:
+        raise InvalidArgument(f"{path} is not inside flytelite's blob store {blobs.root}")
+    return safe_relative_path(relative)
+
+
 class SignedBlobs:
     """Tokens for the blobs of one store: absolute blob paths in, absolute blob paths out."""
 
@@ -130,11 +138,7 @@ class SignedBlobs:
         self.blobs, self.signer = blobs, signer
 
     def relative(self, path: str) -> str:
-        """`path` relative to the store root; InvalidArgument when it lies outside the store."""
-        relative = self.blobs.relative(path)
-        if not relative:
-            raise InvalidArgument(f"{path} is not inside flytelite's blob store {self.blobs.root}")
-        return safe_relative_path(relative)
+        return relative_blob_path(self.blobs, path)
 
     def token(self, method: str, path: str, expires: int, content_md5: str = "") -> str:
         return self.signer.sign(Grant(method, self.relative(path), expires, content_md5))

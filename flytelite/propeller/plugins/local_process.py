@@ -332,6 +332,9 @@ class LocalProcessPlugin(Plugin):
         project, domain, name = tctx.key
         task_id = tctx.task.id
         env = dict(os.environ)
+        # The blob store's own settings (S3's endpoint and credentials), as a Flyte pod gets them from
+        # propeller's default env vars: the task's and the execution's own env win over them.
+        env.update(self.ctx.blobs.task_environment())
         env.update({e.key: e.value for e in tctx.task.container.env})
         env.update(tctx.spec.envs)
         wf = tctx.spec.workflow.split("/") if tctx.spec.workflow else []
