@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shlex
+import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,11 @@ class EngineConfig:
     # Seconds an execution's lease lasts without renewal: how long the executions of a replica that died
     # wait before another replica takes them over (propeller/leases.py). Renewed every third of it.
     lease_seconds: float = 15.0
+    # The machine this replica runs on, recorded with every task process it starts (empty: the host
+    # name). A replica adopts the running task processes of a dead replica only on the same machine; on
+    # another machine their attempts end as system errors and are retried. Replicas in containers that
+    # share a host name but not their processes need names of their own.
+    machine: str = ""
     # Fork python-task attempts from a pre-imported zygote per interpreter (see propeller/plugins/warm)
     # instead of starting a new interpreter each time; attempts that cannot run warm run cold.
     warm_workers: bool = True
@@ -41,6 +47,7 @@ class EngineConfig:
     plugin_override: str = ""
 
     def __post_init__(self) -> None:
+        self.machine = self.machine or socket.gethostname()
         if self.lease_seconds <= 0:
             raise ValueError(f"engine.lease_seconds must be more than 0, not {self.lease_seconds}")
         if self.warm_pool_size < 0:

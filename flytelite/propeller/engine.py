@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from flytelite.context import Context, ExecutionKey
@@ -31,14 +32,15 @@ log = logging.getLogger(__name__)
 class Engine:
     def __init__(self, ctx: Context, sink: EventSink, plugins: PluginRegistry | None = None,
                  handlers: HandlerRegistry | None = None, clients: AdminClients | None = None,
-                 replica_id: str | None = None):
+                 replica_id: str | None = None, peers: Callable[[], int] | None = None):
         """`sink` and `clients` are how the engine reaches admin (its events, child executions, signals,
         recovery); without clients, nodes that need admin fail their rounds saying so. `replica_id` names
-        this process in the leases it holds (a fresh one by default)."""
+        this process in the leases it holds (a fresh one by default); `peers` counts the live engine
+        replicas on the database, this one included (see leases.py; none: this replica takes every free one)."""
         self.ctx, self.sink = ctx, sink
         cfg = ctx.config.engine
         self.replica_id = replica_id or uuid.uuid4().hex[:16]
-        self.leases = Leases(ctx, self.replica_id, cfg.lease_seconds)
+        self.leases = Leases(ctx, self.replica_id, cfg.lease_seconds, peers)
         # Executions whose lease this replica held when it last claimed or renewed (read by workers).
         self._held: set[ExecutionKey] = set()
         self.plugins = plugins if plugins is not None else default_plugins(ctx)

@@ -8,13 +8,21 @@ re-checks the condition under the row's write lock. A replica that dies stops re
 expire and the others take its executions over. A clean stop releases them at once. Every status write
 is fenced by the lease (see WorkflowExecutor._persist): a replica that lost a lease cannot overwrite
 what the new owner wrote. With one replica (the default) every lease is simply its own.
+
+Sharing: when a replica sweeps for free executions (at start and at each resync) it takes no more than
+its share of the unfinished ones, the count divided by the live engine replicas the composition root
+reports (`peers`), so the executions of a replica that died spread over the survivors. Free rows are
+picked with FOR UPDATE SKIP LOCKED, so replicas sweeping at once skip each other's picks. A wake-up for
+one execution (a new one) claims it whatever the share: the first replica to react starts it.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from datetime import timedelta
 
-from sqlalchemy import and_, or_, update
+from sqlalchemy import and_, func, or_, select, tuple_, update
 
 from flytelite.context import Context, ExecutionKey
 from flytelite.store.models import FlyteWorkflow
@@ -24,23 +32,52 @@ class LeaseLost(RuntimeError):
     """This replica no longer holds the lease of an execution it evaluated (another replica took it)."""
 
 
+def _one_of(keys: list[ExecutionKey]):
+    return tuple_(FlyteWorkflow.project, FlyteWorkflow.domain, FlyteWorkflow.name).in_(keys)
+
+
 class Leases:
-    def __init__(self, ctx: Context, owner: str, seconds: float):
-        self.ctx, self.owner, self.seconds = ctx, owner, seconds
+    def __init__(self, ctx: Context, owner: str, seconds: float, peers: Callable[[], int] | None = None):
+        """`peers` counts the live engine replicas sharing the database (this one included); without it this
+        replica takes every free execution."""
+        self.ctx, self.owner, self.seconds, self.peers = ctx, owner, seconds, peers
 
     def claim(self, keys: list[ExecutionKey] | None = None) -> list[ExecutionKey]:
-        """Take or renew the leases of unfinished executions (all of them, or only `keys`) that are free
-        or already this replica's; returns the executions this replica now holds among them."""
+        """Take or renew the leases of unfinished executions that are free or already this replica's:
+        only `keys`, or (a sweep) all of this replica's and its share of the free ones. Returns the
+        executions this replica now holds among them."""
+        if keys is not None:
+            return self._update(_one_of(keys)) if keys else []
+        peers = self.peers() if self.peers is not None else 1
+        if peers <= 1:
+            return self._update(None)
+        held = self._update(FlyteWorkflow.lease_owner == self.owner)
+        others = or_(FlyteWorkflow.lease_owner.is_(None), FlyteWorkflow.lease_owner != self.owner)
+        return held + self._update(others, limit=self._share(peers) - len(held))
+
+    def _share(self, peers: int) -> int:
+        with self.ctx.db.session() as s:
+            unfinished = s.scalar(select(func.count()).select_from(FlyteWorkflow).where(FlyteWorkflow.done.is_(False)))
+        return math.ceil((unfinished or 0) / peers)
+
+    def _update(self, among, limit: int | None = None) -> list[ExecutionKey]:
+        """One conditional UPDATE taking or renewing the claimable rows (`among` them; at most `limit` rows
+        nobody else holds, picked with SKIP LOCKED)."""
         now = self.ctx.clock.now()
         row = FlyteWorkflow
         claimable = and_(row.done.is_(False),
                          or_(row.lease_owner.is_(None), row.lease_owner == self.owner, row.lease_expires_at < now))
-        if keys is not None:
-            if not keys:
-                return []
-            claimable = and_(claimable, or_(*(and_(row.project == k[0], row.domain == k[1], row.name == k[2])
-                                              for k in keys)))
+        if among is not None:
+            claimable = and_(claimable, among)
         with self.ctx.db.session() as s:
+            if limit is not None:
+                if limit <= 0:
+                    return []
+                picked = s.execute(select(row.project, row.domain, row.name).where(claimable)
+                                   .order_by(row.created_at).limit(limit).with_for_update(skip_locked=True)).all()
+                if not picked:
+                    return []
+                claimable = and_(claimable, _one_of([tuple(p) for p in picked]))
             claimed = s.execute(
                 update(row).where(claimable)
                 .values(lease_owner=self.owner, lease_expires_at=now + timedelta(seconds=self.seconds))

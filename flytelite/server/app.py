@@ -99,9 +99,10 @@ class FlyteliteServer:
         cfg = self.config
         ctx = self.ctx = build_context(cfg)
         self.replica_id = uuid.uuid4().hex[:16]
+        self.registry = ReplicaRegistry(ctx, self.replica_id, cfg.role)
         if cfg.runs_engine:
             self.engine = Engine(ctx, EventSink(ctx), plugins=_plugin_override(cfg), clients=admin_clients(ctx),
-                                 replica_id=self.replica_id)
+                                 replica_id=self.replica_id, peers=self.registry.live_engines)
         # Before the API serves: an execution created from the first request on wakes an engine.
         ctx.notify_engine = publisher(ctx, self.engine.notify if self.engine is not None else None)
         if cfg.serves_api:
@@ -113,8 +114,7 @@ class FlyteliteServer:
             await self.engine.start()
             self.scheduler = Scheduler(ctx, admin_launcher(ctx))
             self._scheduler_task = asyncio.create_task(self.scheduler.run(), name="scheduler")
-        self.registry = ReplicaRegistry(ctx, self.replica_id, cfg.role, ctx.public_url)
-        await asyncio.to_thread(self.registry.register)
+        await asyncio.to_thread(self.registry.register, ctx.public_url)
         self._heartbeat_task = asyncio.create_task(self._heartbeat(), name="replica-heartbeat")
         if self._http is not None:
             while not self._http.started:

@@ -8,29 +8,41 @@ row; one that dies leaves a row whose heartbeat grows old (its leases expire mea
 from __future__ import annotations
 
 import os
-import socket
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, select, update
 
 from flytelite.context import Context
 from flytelite.store.models import FlyteWorkflow, Replica
 
+# Roles whose replicas run an engine (config.ROLES).
+ENGINE_ROLES = ("all", "engine")
+
 
 class ReplicaRegistry:
-    def __init__(self, ctx: Context, replica_id: str, role: str, address: str):
-        self.ctx, self.id, self.role, self.address = ctx, replica_id, role, address
+    def __init__(self, ctx: Context, replica_id: str, role: str):
+        self.ctx, self.id, self.role = ctx, replica_id, role
 
-    def register(self) -> None:
+    def register(self, address: str) -> None:
+        """Add this replica's row; `address` is its public URL ("" for an engine replica, which has no port)."""
         now = self.ctx.clock.now()
         with self.ctx.db.session() as s:
-            s.merge(Replica(id=self.id, host=socket.gethostname(), pid=os.getpid(), role=self.role,
-                            address=self.address, started_at=now, heartbeat_at=now))
+            s.merge(Replica(id=self.id, host=self.ctx.config.engine.machine, pid=os.getpid(), role=self.role,
+                            address=address, started_at=now, heartbeat_at=now))
 
     def heartbeat(self) -> None:
         with self.ctx.db.session() as s:
             s.execute(update(Replica).where(Replica.id == self.id).values(heartbeat_at=self.ctx.clock.now()))
+
+    def live_engines(self) -> int:
+        """Engine replicas on this database whose heartbeat is younger than a lease, this one included."""
+        cfg = self.ctx.config.engine
+        since = self.ctx.clock.now() - timedelta(seconds=cfg.lease_seconds)
+        with self.ctx.db.session() as s:
+            others = s.scalar(select(func.count()).select_from(Replica).where(
+                Replica.id != self.id, Replica.role.in_(ENGINE_ROLES), Replica.heartbeat_at >= since)) or 0
+        return others + 1
 
     def deregister(self) -> None:
         with self.ctx.db.session() as s:

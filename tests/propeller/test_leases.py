@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from sqlalchemy import update
 
@@ -70,3 +72,42 @@ def test_a_replica_that_lost_its_lease_cannot_write_the_status(ctx):
     with ctx.db.session() as s:
         assert s.get(FlyteWorkflow, key).status_json == "{}"  # nothing of a's round was written
     assert late.record_failed_round(key, RuntimeError("x")) is False  # nor counted against the execution
+
+
+def test_a_sweep_takes_only_its_share_of_the_free_executions(ctx):
+    live = {"n": 3}
+    a, b, c = (Leases(ctx, f"replica-{x}", 15, peers=lambda: live["n"]) for x in "abc")
+    keys = [_execution(ctx, f"shared{i}") for i in range(9)]
+    held = {r: set(r.claim()) for r in (a, b, c)}
+    assert [len(h) for h in held.values()] == [3, 3, 3]
+    assert set().union(*held.values()) == set(keys)
+    # a dies: b and c renew theirs, and once a's leases expire they split its three between them.
+    ctx.clock.advance(10)
+    live["n"] = 2
+    assert set(b.claim()) == held[b] and set(c.claim()) == held[c]
+    ctx.clock.advance(6)
+    took_b = set(b.claim()) - held[b]
+    took_c = set(c.claim()) - held[c]
+    assert (len(took_b), len(took_c)) == (2, 1)
+    assert took_b | took_c == held[a]
+
+
+def test_a_wake_up_claims_its_execution_beyond_the_share(ctx):
+    a = Leases(ctx, "replica-a", 15, peers=lambda: 2)
+    b = Leases(ctx, "replica-b", 15, peers=lambda: 2)
+    for i in range(3):
+        _execution(ctx, f"woken{i}")
+    assert len(a.claim()) == 2
+    assert len(b.claim()) == 1
+    new = _execution(ctx, "woken-new")
+    assert a.claim([new]) == [new]
+
+
+def test_replicas_sweeping_at_once_never_share_an_execution(ctx):
+    keys = [_execution(ctx, f"raced{i}") for i in range(30)]
+    replicas = [Leases(ctx, f"replica-{i}", 15, peers=lambda: 3) for i in range(3)]
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(lambda r: set(r.claim()), replicas))
+    assert all(len(r) <= 10 for r in results), [len(r) for r in results]
+    assert sum(len(r) for r in results) == len(set().union(*results))
+    assert set().union(*results) <= set(keys)

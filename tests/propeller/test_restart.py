@@ -7,7 +7,7 @@ import os
 import signal
 import sys
 
-from flytelite.config import Config
+from flytelite.config import Config, EngineConfig
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.phases import NodePhase, WorkflowPhase
 from flytelite.propeller.plugins import processes
@@ -51,8 +51,10 @@ def _start_then_stop(tmp_path, name: str, seconds: float):
     return marks, key, pid
 
 
-def _second_life(tmp_path, key):
-    ctx = build_context(Config(home=tmp_path / "home", database_url=database_url_for(tmp_path / "home")))
+def _second_life(tmp_path, key, machine: str = ""):
+    """A new engine on the same database; `machine` names another machine it would run on."""
+    ctx = build_context(Config(home=tmp_path / "home", database_url=database_url_for(tmp_path / "home"),
+                               engine=EngineConfig(machine=machine)))
     sink = h.RecordingSink()
 
     async def go():
@@ -91,6 +93,26 @@ def test_process_that_died_while_the_engine_was_down_is_retried_as_a_system_erro
     assert node.system_failures == 1 and node.attempts == 1
     failed = [e for e in sink.task_events("n1") if e.phase == 5][0]
     assert failed.retry_attempt == 0 and failed.error.code == "ProcessLost"
+    assert len(markers(marks, "first")) == 1
+    assert len(markers(marks, "sleep_then")) == 2
+
+
+def test_a_replica_on_another_machine_retries_the_attempt_it_cannot_reach(tmp_path):
+    """The process runs on, but on a machine the new engine is not on: the attempt ends as a system error
+    and is retried there; the succeeded task does not run again."""
+    marks, key, pid = _start_then_stop(tmp_path, "elsewhere", seconds=60.0)
+    try:
+        ctx, sink, status = _second_life(tmp_path, key, machine="another-machine")
+        assert processes.start_time(pid) is not None, "another machine's process is left alone"
+    finally:
+        os.killpg(pid, signal.SIGKILL)
+    assert status.phase == WorkflowPhase.SUCCESS
+    assert h.outputs(ctx, key) == {"o0": 21}
+    assert status.nodes["n1"].system_failures == 1
+    failed = [e for e in sink.task_events("n1") if e.phase == 5][0]
+    assert failed.retry_attempt == 0 and failed.error.code == "ProcessLost"
+    assert "cannot reach it" in failed.error.message
+    assert status.nodes["n1"].task.plugin["machine"] == "another-machine"
     assert len(markers(marks, "first")) == 1
     assert len(markers(marks, "sleep_then")) == 2
 

@@ -6,7 +6,9 @@ entrypoint writes under the output prefix (outputs.pb, error.pb, futures.pb), ne
 
 Durability: an attempt is first recorded as "launching" (persisted by the engine before the next
 round), then started; the pid and its start time are recorded so that after a restart a live
-process is adopted and waited for, and a dead one is judged by the files it left.
+process is adopted and waited for, and a dead one is judged by the files it left. The machine is
+recorded too: a replica that takes over an attempt started on another machine cannot see its process,
+so it judges the attempt by its files at once (no result: a retryable system error).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class LocalProcessPlugin(Plugin):
 
     def __init__(self, ctx: Context):
         self.ctx = ctx
+        self.machine = ctx.config.engine.machine
         self.watcher = processes.ExitWatcher()
         self._loop = None
         self._lock = threading.Lock()
@@ -115,7 +118,8 @@ class LocalProcessPlugin(Plugin):
         marker = f"{run}/{node}/{tctx.attempt}"
         log_path = self.ctx.config.logs_dir / run / f"{node}-{tctx.attempt}.log"
         tctx.state.update(
-            status="launching", marker=marker, output_prefix=tctx.output_prefix, log_path=str(log_path),
+            status="launching", marker=marker, machine=self.machine, output_prefix=tctx.output_prefix,
+            log_path=str(log_path),
             work_dir=str(self.ctx.config.work_dir / run / node / str(tctx.attempt)),
         )
         with self._lock:
@@ -132,6 +136,8 @@ class LocalProcessPlugin(Plugin):
             # Started by an earlier round whose status never got persisted.
             return self._started(tctx, proc.pid, _start_time(proc), proc)
         if not prepared_here:
+            if self._elsewhere(st):
+                return self._left_elsewhere(tctx)
             # Prepared before a restart: the process may have started just before the crash.
             found = processes.find_by_marker(marker) or find_by_pid_file(st["work_dir"])
             if found is not None:
@@ -209,6 +215,8 @@ class LocalProcessPlugin(Plugin):
             if code is None:
                 return PluginPhaseInfo(PluginPhase.RUNNING, logs=self._logs(tctx))
             st["exit_code"] = code
+        elif self._elsewhere(st):
+            return self._left_elsewhere(tctx)
         elif processes.is_alive(st["pid"], st.get("start_time")):
             info = PluginPhaseInfo(PluginPhase.RUNNING, logs=self._logs(tctx))
             if not self._watch(tctx, None):
@@ -216,6 +224,24 @@ class LocalProcessPlugin(Plugin):
             return info
         st["status"] = "done"
         return self._result(tctx)
+
+    def _elsewhere(self, st: dict) -> bool:
+        """Whether the attempt was started on another machine (states from before machines were recorded
+        are this machine's)."""
+        return st.get("machine", self.machine) != self.machine
+
+    def _left_elsewhere(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
+        """An attempt a replica on another machine started, taken over here: its files decide; without a
+        result its process is out of reach, so the attempt ends as a retryable system error."""
+        st = tctx.state
+        st["status"] = "done"
+        if self._has_result(tctx):
+            return self._result(tctx)
+        return PluginPhaseInfo.failure(
+            "ProcessLost", f"the task process of this attempt was started on machine {st['machine']!r} by a "
+            f"replica that stopped driving it; this replica (machine {self.machine!r}) cannot reach it, and it "
+            f"wrote no outputs.pb or error.pb to {st['output_prefix']}", kind=SYSTEM, retryable=True,
+            logs=self._logs(tctx))
 
     def _has_result(self, tctx: TaskExecutionContext) -> bool:
         blobs, prefix = self.ctx.blobs, tctx.state["output_prefix"]
@@ -267,7 +293,10 @@ class LocalProcessPlugin(Plugin):
                 target = (proc.pid, processes.start_time(proc.pid))
             elif not prepared_here:
                 target = processes.find_by_marker(st["marker"])
-        if target is not None:
+        if target is not None and self._elsewhere(st):
+            log.warning("cannot stop the task process of %s: it runs on machine %r, not this one (%r)",
+                        st.get("marker"), st["machine"], self.machine)
+        elif target is not None:
             pid, started = target
             if self._kill(proc, pid, started, signal.SIGTERM) and self._loop is not None:
                 self._loop.call_soon_threadsafe(
