@@ -9,6 +9,7 @@ import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -131,6 +132,10 @@ class Config:
     home: Path = field(default_factory=lambda: Path(os.path.expanduser("~/.flytelite")))
     host: str = "0.0.0.0"
     port: int = DEFAULT_PORT
+    # The URL clients and task processes reach the API at (signed upload URLs, log and console links, the
+    # API address eager tasks call): a load balancer in front of several replicas, or this machine's name.
+    # Empty: http://localhost:<port>, and nothing for an engine-only replica.
+    public_url: str = ""
     # SQLAlchemy URL; empty means a SQLite file under home.
     database_url: str = ""
     # Blob store root: a local folder (default: <home>/blobs) or an fsspec URL such as s3://bucket/prefix.
@@ -154,6 +159,9 @@ class Config:
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {self.role!r}")
+        if self.public_url and urlsplit(self.public_url).scheme not in ("http", "https"):
+            raise ValueError(f"public_url must be an http:// or https:// URL, not {self.public_url!r}")
+        self.public_url = self.public_url.rstrip("/")
 
     @property
     def serves_api(self) -> bool:

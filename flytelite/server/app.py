@@ -98,6 +98,7 @@ class FlyteliteServer:
     async def start(self) -> None:
         cfg = self.config
         ctx = self.ctx = build_context(cfg)
+        ctx.public_url = cfg.public_url
         self.replica_id = uuid.uuid4().hex[:16]
         self.registry = ReplicaRegistry(ctx, self.replica_id, cfg.role)
         if cfg.runs_engine:
@@ -114,7 +115,7 @@ class FlyteliteServer:
             await self.engine.start()
             self.scheduler = Scheduler(ctx, admin_launcher(ctx))
             self._scheduler_task = asyncio.create_task(self.scheduler.run(), name="scheduler")
-        await asyncio.to_thread(self.registry.register, ctx.public_url)
+        await asyncio.to_thread(self.registry.register, ctx.public_url if cfg.serves_api else "")
         self._heartbeat_task = asyncio.create_task(self._heartbeat(), name="replica-heartbeat")
         if self._http is not None:
             while not self._http.started:
@@ -138,7 +139,7 @@ class FlyteliteServer:
         grpc_port = self._grpc.add_insecure_port("127.0.0.1:0")
         self._mux = PortMux(cfg.host, cfg.port, grpc_port, http_sock.getsockname()[1])
         self.port = await self._mux.start()
-        ctx.public_url = f"http://localhost:{self.port}"
+        ctx.public_url = ctx.public_url or f"http://localhost:{self.port}"
         admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminService(ctx), self._grpc)
         dataproxy_pb2_grpc.add_DataProxyServiceServicer_to_server(DataProxyService(ctx), self._grpc)
         signal_pb2_grpc.add_SignalServiceServicer_to_server(SignalService(ctx), self._grpc)

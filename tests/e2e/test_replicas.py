@@ -113,3 +113,28 @@ def test_on_postgresql_a_new_execution_reaches_an_engine_replica_through_notify(
     finally:
         api.stop()
         engine.stop()
+
+
+def test_an_engine_replica_gives_tasks_the_public_url_of_the_api(tmp_path):
+    """`public_url` tells an engine-only replica (which serves no port) where the API is: its task
+    processes call it and its log links point there."""
+    home = tmp_path / "shared-home"
+    api = make_server(tmp_path / "api", CONFIG, home=home)
+    engine = make_server(tmp_path / "engine", CONFIG + f"public_url: http://localhost:{api.port}/\n", home=home)
+    api.role, engine.role = "api", "engine"
+    api.start()
+    engine.start()
+    try:
+        code = copy_workflows(tmp_path / "wf", "platform_env.py")
+        name = run_remote(api, code, "platform_env.py", "platform_wf")
+        remote = FlyteRemote(FlyteConfig.auto(str(api.config_path)), default_project="flytesnacks",
+                             default_domain="development")
+        ex = remote.wait(remote.fetch_execution(name=name), timeout=timedelta(seconds=180),
+                         poll_interval=timedelta(seconds=0.5), sync_nodes=True)
+        assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
+        assert ex.outputs["o0"] == f"localhost:{api.port}"
+        logs = [log.uri for node in ex.node_executions.values() for t in node.task_executions for log in t.closure.logs]
+        assert logs and all(uri.startswith(f"http://localhost:{api.port}/logs/") for uri in logs), logs
+    finally:
+        api.stop()
+        engine.stop()
