@@ -66,7 +66,8 @@ def _open_catalog(args: argparse.Namespace):
 
 
 def _status(args: argparse.Namespace) -> int:
-    """The replicas sharing this database, the executions each drives, and what waits for an engine."""
+    """The replicas sharing this database, the executions each drives, what waits for an engine, and which
+    replica leads the scheduler."""
     from flytelite.server.replicas import cluster_state
 
     ctx = _open_state(args)
@@ -76,6 +77,7 @@ def _status(args: argparse.Namespace) -> int:
         for r in state.replicas])
     print(f"{len(state.replicas)} replica(s); {state.running} unfinished execution(s), "
           f"{state.unowned} waiting for an engine replica (no live lease)")
+    print(f"scheduler leader: {state.scheduler_leader or 'none (no engine replica leads; schedules wait)'}")
     return 0
 
 
@@ -128,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--force", action="store_true")
     init.set_defaults(func=_config_init)
 
-    status = sub.add_parser("status", help="replicas on this database, their leases and waiting executions")
+    status = sub.add_parser("status", help="replicas on this database, their leases, waiting executions and the "
+                                                "scheduler's leader")
     status.add_argument("--home", default=None, help="state folder (default ~/.flytelite)")
     status.add_argument("--config", type=Path, default=None, help="YAML configuration file (its database_url)")
     status.set_defaults(func=_status)

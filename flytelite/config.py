@@ -27,7 +27,8 @@ class EngineConfig:
     max_system_retries: int = 3
     default_max_parallelism: int = 25
     # Seconds an execution's lease lasts without renewal: how long the executions of a replica that died
-    # wait before another replica takes them over (propeller/leases.py). Renewed every third of it.
+    # wait before another replica takes them over (propeller/leases.py). Renewed every third of it. Also the
+    # lease of the scheduler's leadership (server/leadership.py), renewed every quarter of it.
     lease_seconds: float = 15.0
     # The machine this replica runs on, recorded with every task process it starts (empty: the host
     # name). A replica adopts the running task processes of a dead replica only on the same machine; on

@@ -7,6 +7,12 @@ mode SCHEDULED). Execution names are deterministic per (launch plan version,
 slot), so a slot that is launched twice (a restart, a second scheduler on the
 same database) meets ALREADY_EXISTS and counts as launched. Time comes from an
 injectable clock. The scheduler never runs anything itself.
+
+Replicas on one database elect one scheduler through a leadership lease in the
+database (server/leadership.py): a scheduler ticks only while its replica
+leads, and stops launching as soon as it no longer does, so every slot fires
+from one process. The deterministic names stay as a second line of defence
+(a leader that stalls past its lease while a launch is under way).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from flyteidl.core import identifier_pb2 as idpb
 
@@ -51,6 +58,18 @@ class ScheduledLaunch:
 Launcher = Callable[[ScheduledLaunch], object]
 
 
+class Leadership(Protocol):
+    """The scheduler's leadership among replicas (server/leadership.py is the database's)."""
+
+    def held(self) -> bool:
+        """True while this replica may launch scheduled executions."""
+        ...
+
+    async def campaign(self, stopping: asyncio.Event) -> None:
+        """Win and keep the leadership until `stopping` is set, then give it up."""
+        ...
+
+
 @dataclass
 class TickReport:
     """What one tick did, for logs and tests."""
@@ -59,12 +78,16 @@ class TickReport:
     already_launched: list[ScheduledLaunch] = field(default_factory=list)
     # Slots whose launch was refused (bad plan, missing workflow ...); they are not retried.
     refused: list[ScheduledLaunch] = field(default_factory=list)
+    # False when this replica did not lead the scheduler, so the tick launched nothing.
+    leading: bool = True
 
 
 class Scheduler:
     def __init__(self, ctx: Context, launcher: Launcher, config: SchedulerConfig | None = None,
-                 clock: Clock | None = None):
+                 clock: Clock | None = None, leadership: Leadership | None = None):
+        """`leadership`: the scheduler ticks only while it is held (None: always, for a lone scheduler)."""
         self.ctx = ctx
+        self.leadership = leadership
         self.launcher = launcher
         self.config = config or ctx.config.scheduler
         self.clock = clock or ctx.clock
@@ -78,8 +101,11 @@ class Scheduler:
 
     # -- one tick ---------------------------------------------------------------------------------------
     def tick(self) -> TickReport:
-        """Launch every slot that is due now, per the catch-up policy."""
+        """Launch every slot that is due now, per the catch-up policy, if this replica leads the scheduler."""
         report = TickReport()
+        if not self._leads():
+            report.leading = False
+            return report
         for plan in progress.scheduled_plans(self.ctx):
             retry = self._retry.get(plan.key)
             if retry is not None and self.clock.monotonic() < retry[1]:
@@ -102,7 +128,8 @@ class Scheduler:
                      describe(plan.id), due.through.isoformat(), self.config.catchup)
         handled = due.through
         for slot in due.launch:
-            if not self._launch(plan, cadence, slot, report):
+            # Leadership lost mid-tick: the new leader goes on from the progress recorded here.
+            if not self._leads() or not self._launch(plan, cadence, slot, report):
                 handled = _before(slot, plan.last_slot_at)
                 break
         if handled is not None:
@@ -116,6 +143,8 @@ class Scheduler:
             self.launcher(launch)
         except AlreadyExists:
             report.already_launched.append(launch)
+            log.info("%s: %s for %s was already launched (by an earlier run or another scheduler)",
+                     describe(plan.id), launch.execution_name, slot.isoformat())
         except FlyteliteError as exc:
             # Admin refused the request itself (plan or workflow broken): retrying cannot help.
             log.error("%s: could not launch the run scheduled at %s: %s",
@@ -134,6 +163,9 @@ class Scheduler:
         self._retry.pop(plan.key, None)
         return True
 
+    def _leads(self) -> bool:
+        return self.leadership is None or self.leadership.held()
+
     def _cadence(self, plan: progress.ScheduledPlan) -> Cadence | None:
         if plan.key not in self._cadences:
             try:
@@ -150,16 +182,26 @@ class Scheduler:
         if not self.config.enabled:
             log.info("scheduler disabled (scheduler.enabled: false); schedules will not run")
             return
-        log.info("scheduler started (tick %.1f s, catch-up %r)", self.config.tick_seconds, self.config.catchup)
-        while not self._stopping.is_set():
-            try:
-                await asyncio.to_thread(self.tick)
-            except Exception:
-                log.exception("scheduler tick failed; trying again next tick")
-            try:
-                await asyncio.wait_for(self._stopping.wait(), timeout=self.config.tick_seconds)
-            except asyncio.TimeoutError:
-                pass
+        log.info("scheduler started (tick %.1f s, catch-up %r)%s", self.config.tick_seconds, self.config.catchup,
+                 "; it launches while this replica leads the scheduler" if self.leadership is not None else "")
+        # The campaign ends only after the last tick, so the leadership is released once nothing launches.
+        campaign_stop = asyncio.Event()
+        campaign = (asyncio.create_task(self.leadership.campaign(campaign_stop), name="scheduler-leadership")
+                    if self.leadership is not None else None)
+        try:
+            while not self._stopping.is_set():
+                try:
+                    await asyncio.to_thread(self.tick)
+                except Exception:
+                    log.exception("scheduler tick failed; trying again next tick")
+                try:
+                    await asyncio.wait_for(self._stopping.wait(), timeout=self.config.tick_seconds)
+                except asyncio.TimeoutError:
+                    pass
+        finally:
+            if campaign is not None:
+                campaign_stop.set()
+                await campaign
 
     def stop(self) -> None:
         """Let run() return after the tick in progress."""

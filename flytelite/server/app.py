@@ -33,6 +33,7 @@ from flytelite.propeller.engine import Engine
 from flytelite.propeller.plugins.registry import PluginRegistry
 from flytelite.scheduler.launcher import admin_launcher
 from flytelite.scheduler.scheduler import Scheduler
+from flytelite.server.leadership import SCHEDULER, Leadership
 from flytelite.server.mux import PortMux
 from flytelite.server.replicas import ReplicaRegistry
 from flytelite.server.wakeups import Listener, publisher
@@ -113,7 +114,9 @@ class FlyteliteServer:
                 self._listener = Listener(ctx, self.engine.notify)
                 self._listener.start()
             await self.engine.start()
-            self.scheduler = Scheduler(ctx, admin_launcher(ctx))
+            # Every engine replica runs a scheduler; the one that leads the "scheduler" leadership launches.
+            leadership = Leadership(ctx, SCHEDULER, self.replica_id, cfg.engine.lease_seconds)
+            self.scheduler = Scheduler(ctx, admin_launcher(ctx), leadership=leadership)
             self._scheduler_task = asyncio.create_task(self.scheduler.run(), name="scheduler")
         await asyncio.to_thread(self.registry.register, ctx.public_url if cfg.serves_api else "")
         self._heartbeat_task = asyncio.create_task(self._heartbeat(), name="replica-heartbeat")

@@ -1,8 +1,9 @@
 """The replicas table: every running flytelite process reports itself there and keeps a heartbeat.
 
-`flytelite status` reads it with the engine's leases, so an operator sees which processes share the
-database, what each runs and which executions each drives. A replica that stops cleanly removes its
-row; one that dies leaves a row whose heartbeat grows old (its leases expire meanwhile).
+`flytelite status` reads it with the engine's leases and the scheduler's leadership, so an operator sees
+which processes share the database, what each runs, which executions each drives and which one launches
+scheduled executions. A replica that stops cleanly removes its row; one that dies leaves a row whose
+heartbeat grows old (its leases expire meanwhile).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, func, select, update
 
 from flytelite.context import Context
+from flytelite.server.leadership import SCHEDULER, leader_of
 from flytelite.store.models import FlyteWorkflow, Replica
 
 # Roles whose replicas run an engine (config.ROLES).
@@ -66,6 +68,8 @@ class ClusterState:
     # Unfinished executions no live lease covers (waiting for an engine replica to take them).
     unowned: int
     running: int
+    # The replica that leads the scheduler (launches scheduled executions); None while nobody does.
+    scheduler_leader: str | None = None
 
 
 def cluster_state(ctx: Context, now: datetime) -> ClusterState:
@@ -78,7 +82,9 @@ def cluster_state(ctx: Context, now: datetime) -> ClusterState:
         rows = s.scalars(select(Replica).order_by(Replica.started_at)).all()
     replicas = [ReplicaState(r.id, r.host, r.pid, r.role, r.address,
                              (now - _aware(r.heartbeat_at, now)).total_seconds(), leases.get(r.id, 0)) for r in rows]
-    return ClusterState(replicas, running - sum(leases.values()), running)
+    leader = leader_of(ctx, SCHEDULER, now)
+    return ClusterState(replicas, running - sum(leases.values()), running,
+                        leader.owner if leader is not None else None)
 
 
 def _aware(at: datetime, like: datetime) -> datetime:

@@ -214,6 +214,20 @@ class Replica(Base):
     heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class Leader(Base):
+    """Which replica holds a named leadership (e.g. "scheduler") until `expires_at` (server/leadership.py).
+
+    `owner` is a replica id, NULL once released; the row itself stays, so claiming is always an UPDATE.
+    """
+
+    __tablename__ = "leaders"
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    owner: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # When `owner` took it (renewals keep it).
+    acquired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
 class ScheduleProgress(Base):
     """How far the scheduler got with one launch plan version's schedule (Flyte's scheduler snapshot).
 
