@@ -14,6 +14,7 @@ Everything is written under one temporary folder, deleted only at the end (delet
 measuring would slow the disk under the next row).
 
     python -m benchmarks.run [--runs N] [--out PATH] [--only SECTION[,SECTION...]]
+    make bench BENCH_ARGS="--only postgresql --runs 1"
 
 `--only` measures some sections (engine, concurrent, real, postgresql); such a partial run writes
 benchmarks/results/partial.md unless --out says otherwise, so latest.md always holds a whole run.
