@@ -27,10 +27,10 @@ test-postgres: $(VENV)/.dev-installed
 	$(PY) -m pytest -q -p no:cacheprovider --db=postgresql $(PG_TEST_DIRS) $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev-installed
-	$(VENV)/bin/ruff check flytelite tests
+	$(VENV)/bin/ruff check benchmarks flytelite tests
 
 bench: $(VENV)/.dev-installed
-	$(PY) -m benchmarks.run
+	$(PY) -m benchmarks.run $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

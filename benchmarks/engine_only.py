@@ -81,10 +81,14 @@ class _Admin:
 
 
 class EngineBench:
-    """An in-process flytelite (admin + engine, no server) on a loop thread; use as a context manager."""
+    """An in-process flytelite (admin + engine, no server) on a loop thread; use as a context manager.
 
-    def __init__(self, home: Path):
-        self.ctx = build_context(Config(home=home, engine=EngineConfig(resync_seconds=30.0, warm_workers=False)))
+    `database_url` is an SQLAlchemy URL (PostgreSQL); empty: a SQLite file in `home`.
+    """
+
+    def __init__(self, home: Path, database_url: str = ""):
+        self.ctx = build_context(Config(home=home, database_url=database_url,
+                                        engine=EngineConfig(resync_seconds=30.0, warm_workers=False)))
         self.svc = AdminService(self.ctx)
         self.admin = _Admin(self.svc)
         self.sink = CountingSink(self.ctx)
@@ -125,10 +129,10 @@ class EngineBench:
         return elapsed, self.sink.node_events - events
 
 
-def _measure(home: Path, runs: int) -> tuple[list[float], list[float], list[float]]:
+def measure(home: Path, runs: int, database_url: str = "") -> tuple[list[float], list[float], list[float]]:
     """(node transitions per second, chain seconds, map seconds), `runs` of each, side by side."""
     rates, chains, maps = [], [], []
-    with EngineBench(home) as bench:
+    with EngineBench(home, database_url) as bench:
         wide = register(bench.admin, engine_wfs.wide_wf)
         chain = register(bench.admin, engine_wfs.chain_wf)
         mapped = register(bench.admin, engine_wfs.map_wf)
@@ -145,11 +149,11 @@ def engine_rows(root: Path, runs: int, local_runs: int) -> list[Row]:
 
     The same rows with flytelite's home on tmpfs (when /dev/shm exists) show what the disk costs.
     """
-    rates, chains, maps = _measure(root / "engine-home", runs)
+    rates, chains, maps = measure(root / "engine-home", runs)
     shm = None
     if Path("/dev/shm").is_dir():
         with tempfile.TemporaryDirectory(prefix="flytelite-bench-", dir="/dev/shm") as tmp:
-            shm = _measure(Path(tmp) / "home", runs)
+            shm = measure(Path(tmp) / "home", runs)
     local_wide = [timed(lambda: engine_wfs.wide_wf(x=0)) for _ in range(local_runs)]
     local_chain = [timed(lambda: engine_wfs.chain_wf(x=0)) for _ in range(local_runs)]
     local_map = [timed(lambda: engine_wfs.map_wf(xs=list(range(MAP_ITEMS)))) for _ in range(local_runs)]

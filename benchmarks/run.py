@@ -5,12 +5,19 @@ Sections (each row a median of several runs; slow baselines get fewer, the table
   the no-op plugin, a SQLite file and a blob folder: node transitions per second, a 1,000-node chain,
   a 10,000-item map task;
 - 1,000 concurrent executions through a real server's gRPC API (benchmarks/concurrent.py), no-op plugin;
-- real flytekit tasks through a real server, warm workers on and off (benchmarks/real_tasks.py).
+- real flytekit tasks through a real server, warm workers on and off (benchmarks/real_tasks.py);
+- postgresql (benchmarks/postgres.py): the engine-only rows and the 1,000 concurrent executions on a
+  throwaway PostgreSQL cluster, the latter with 1 and with 3 replicas (skipped when PostgreSQL's server
+  binaries are not installed).
 Baselines: flytekit's local execution of the same workflows; flytelite with warm workers off.
 Everything is written under one temporary folder, deleted only at the end (deleting files while
 measuring would slow the disk under the next row).
 
-    python -m benchmarks.run [--runs N] [--out PATH]
+    python -m benchmarks.run [--runs N] [--out PATH] [--only SECTION[,SECTION...]]
+    make bench BENCH_ARGS="--only postgresql --runs 1"
+
+`--only` measures some sections (engine, concurrent, real, postgresql); such a partial run writes
+benchmarks/results/partial.md unless --out says otherwise, so latest.md always holds a whole run.
 """
 
 from __future__ import annotations
@@ -22,17 +29,34 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
 import flytekit
 
+from benchmarks.common import Row
 from benchmarks.concurrent import concurrent_rows
 from benchmarks.engine_only import engine_rows
+from benchmarks.postgres import postgres_rows
 from benchmarks.real_tasks import real_rows
 from benchmarks.table import render
 
 HERE = Path(__file__).parent
+RESULTS = HERE / "results"
+
+
+def sections(root: Path, runs: int) -> dict[str, tuple[str, Callable[[], list[Row]]]]:
+    """Every section of a run, in order: its --only name, its title and what measures its rows."""
+    return {
+        "engine": ("engine only", lambda: engine_rows(root, runs=runs, local_runs=3)),
+        "concurrent": ("concurrent executions", lambda: concurrent_rows(root, runs=runs, local_runs=1)),
+        "real": ("real tasks", lambda: real_rows(root, runs=runs, local_runs=3)),
+        "postgresql": ("PostgreSQL, 1 and 3 replicas", lambda: postgres_rows(root, runs=runs)),
+    }
+
+
+SECTION_NAMES = ("engine", "concurrent", "real", "postgresql")
 
 
 def machine() -> str:
@@ -49,15 +73,23 @@ def machine() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="runs of each flytelite row (default 3)")
-    parser.add_argument("--out", type=Path, default=HERE / "results" / "latest.md")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="the results file (default: results/latest.md, or results/partial.md with --only)")
+    parser.add_argument("--only", type=lambda text: [name.strip() for name in text.split(",") if name.strip()],
+                        default=None, help="comma-separated sections to measure: " + ", ".join(SECTION_NAMES))
     args = parser.parse_args()
+    unknown = sorted(set(args.only or ()) - set(SECTION_NAMES))
+    if unknown:
+        parser.error(f"unknown section(s) {', '.join(unknown)}; the sections are {', '.join(SECTION_NAMES)}")
+    chosen = [name for name in SECTION_NAMES if args.only is None or name in args.only]
+    out = args.out or RESULTS / ("latest.md" if args.only is None else "partial.md")
     started = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="flytelite-bench-"))
     try:
         rows = []
-        for title, section in (("engine only", lambda: engine_rows(root, runs=args.runs, local_runs=3)),
-                               ("concurrent executions", lambda: concurrent_rows(root, runs=args.runs, local_runs=1)),
-                               ("real tasks", lambda: real_rows(root, runs=args.runs, local_runs=3))):
+        every = sections(root, args.runs)
+        for name in chosen:
+            title, section = every[name]
             print(f"benchmark: {title} ...", file=sys.stderr, flush=True)
             section_rows = section()
             rows += section_rows
@@ -66,11 +98,13 @@ def main() -> None:
         shutil.rmtree(root, ignore_errors=True)
     minutes = (time.monotonic() - started) / 60
     table = render(rows)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
+    what = ("`make bench`" if args.only is None
+            else f"`python -m benchmarks.run --only {','.join(chosen)}` (a partial run: only these sections)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
         "# flytelite benchmarks\n\n"
-        f"`make bench` on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {machine()}; took {minutes:.1f} min. "
-        "Medians; every row of one run was measured in the same `make bench`, one after another.\n\n"
+        f"{what} on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {machine()}; took {minutes:.1f} min. "
+        "Medians; every row of one run was measured in the same run, one after another.\n\n"
         + table + "\n" + NOTES)
     print(table)
 
@@ -89,6 +123,16 @@ How each row is measured (see the modules in benchmarks/ for the code):
   run is its task execution's RUNNING to SUCCEEDED (process start until its exit was seen). With warm
   workers a map task's items run one after another in a few workers forked from the zygote (each item
   with its own environment, folder, log and a fresh import of the task's code).
+- *PostgreSQL*: a throwaway PostgreSQL cluster started for the run (Debian's server binaries, fsync and
+  synchronous_commit off, reached over a unix socket; flytelite/testing_pg.py), a fresh database per row.
+  The engine-only rows are the ones above with that database instead of SQLite (blobs still on disk).
+  The concurrent rows are the concurrent row above on 1 and on 3 `flytelite start` replicas (role all,
+  default leases of 15 s) sharing the database and one home (blob folder); the 1,000 CreateExecution calls
+  go round-robin to the replicas' ports, and every replica's engine competes for the executions through
+  their leases. After each run the database says which replica held each finished execution's lease
+  ("executions driven per replica") and whether any ran twice: every execution must have the same number
+  of node and task executions, no task attempt past the first, and no replica may have dropped a round
+  because another had taken the execution over (LeaseLost in its log). Memory is the largest VmHWM of a replica.
 - *flytekit local*: the same workflow function called in this Python process (flytekit's local execution).
 """
 

@@ -27,12 +27,15 @@ SUCCEEDED = core_execution_pb2.WorkflowExecution.SUCCEEDED
 
 
 class BenchServer:
-    """`flytelite start` with a YAML config, the benchmark workflows copied beside it, a gRPC stub."""
+    """`flytelite start` with a YAML config, the benchmark workflows copied beside it, a gRPC stub.
 
-    def __init__(self, folder: Path, config: str = ""):
+    `home` is a state folder shared with other replicas (default: one of its own in `folder`).
+    """
+
+    def __init__(self, folder: Path, config: str = "", home: Path | None = None):
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
-        self.server: RunningServer = make_server(folder, config)
+        self.server: RunningServer = make_server(folder, config, home=home)
         self.workflows = folder / "wf"
         shutil.copytree(HERE / "workflows", self.workflows, ignore=shutil.ignore_patterns("__pycache__"))
         self.channel: grpc.Channel | None = None
