@@ -22,7 +22,7 @@ test: $(VENV)/.dev-installed
 	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 # The database-dependent tests again, on a PostgreSQL cluster the tests start (Debian's postgresql package).
-PG_TEST_DIRS ?= tests/store tests/admin tests/catalog tests/scheduler tests/console tests/e2e
+PG_TEST_DIRS ?= tests/store tests/server tests/propeller/test_leases.py tests/admin tests/catalog tests/scheduler tests/console tests/e2e
 test-postgres: $(VENV)/.dev-installed
 	$(PY) -m pytest -q -p no:cacheprovider --db=postgresql $(PG_TEST_DIRS) $(PYTEST_ARGS)
 

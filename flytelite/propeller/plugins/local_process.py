@@ -24,13 +24,13 @@ import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from flyteidl.core import errors_pb2, execution_pb2
 
 from flytelite.context import Context
 from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
+from flytelite.propeller.plugins.environment import flyte_task_env
 from flytelite.propeller.plugins.task_site import IMAGE_ENV, task_process_env
 from flytelite.propeller.plugins.template import TemplateError, TemplateParams, render
 from flytelite.propeller.plugins.warm.pool import (
@@ -358,42 +358,13 @@ class LocalProcessPlugin(Plugin):
         return argv, self._environment(tctx, bin_dir)
 
     def _environment(self, tctx: TaskExecutionContext, bin_dir: str) -> dict[str, str]:
-        project, domain, name = tctx.key
-        task_id = tctx.task.id
         env = dict(os.environ)
-        # The blob store's own settings (S3's endpoint and credentials), as a Flyte pod gets them from
-        # propeller's default env vars: the task's and the execution's own env win over them.
-        env.update(self.ctx.blobs.task_environment())
-        env.update({e.key: e.value for e in tctx.task.container.env})
-        env.update(tctx.spec.envs)
-        wf = tctx.spec.workflow.split("/") if tctx.spec.workflow else []
-        lp = tctx.spec.launch_plan.split("/") if tctx.spec.launch_plan else []
+        env.update(flyte_task_env(tctx, self.ctx))
         env.update({
-            "FLYTE_INTERNAL_EXECUTION_ID": name,
-            "FLYTE_INTERNAL_EXECUTION_PROJECT": project,
-            "FLYTE_INTERNAL_EXECUTION_DOMAIN": domain,
-            "FLYTE_INTERNAL_EXECUTION_WORKFLOW": ":".join(wf[:3]) if wf else
-            f"{tctx.workflow_id.project}:{tctx.workflow_id.domain}:{tctx.workflow_id.name}",
-            "FLYTE_INTERNAL_EXECUTION_LAUNCHPLAN": ":".join(lp[:3]),
-            "FLYTE_INTERNAL_TASK_PROJECT": task_id.project,
-            "FLYTE_INTERNAL_TASK_DOMAIN": task_id.domain,
-            "FLYTE_INTERNAL_TASK_NAME": task_id.name,
-            "FLYTE_INTERNAL_TASK_VERSION": task_id.version,
-            "FLYTE_ATTEMPT_NUMBER": str(tctx.attempt),
             "PYTHONUNBUFFERED": "1",
             processes.MARKER_ENV: tctx.state["marker"],
             IMAGE_ENV: tctx.task.container.image,
         })
-        if self.ctx.public_url:
-            env["FLYTE_EXECUTION_URL"] = (f"{self.ctx.public_url}/console/projects/{project}/domains/{domain}"
-                                          f"/executions/{name}/nodeId/{tctx.node_id}/nodes")
-            # Tasks that call the API themselves (eager workflows, FlyteRemote in a task) reach this server,
-            # unless the task or the execution names another one.
-            explicit = {e.key for e in tctx.task.container.env} | set(tctx.spec.envs)
-            if "FLYTE_PLATFORM_URL" not in explicit:
-                url = urlsplit(self.ctx.public_url)
-                env["FLYTE_PLATFORM_URL"] = url.netloc
-                env["FLYTE_PLATFORM_INSECURE"] = "true" if url.scheme == "http" else "false"
         # pyflyte-fast-execute starts `pyflyte-execute` through PATH: it must be the image's one.
         env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
         return task_process_env(env)

@@ -1,0 +1,49 @@
+"""The environment Flyte gives a task attempt, wherever it runs (a local process or a pod).
+
+FlytePropeller's container helper sets the task's own env, the execution's env, and the
+FLYTE_INTERNAL_* variables flytekit reads to know which execution and task it runs; flytelite adds the
+blob store's settings (S3 endpoint and credentials, as propeller's default env vars carry them) and the
+API address for tasks that call it (eager workflows, FlyteRemote in a task). What a local process needs
+besides (the server's own environment, PATH, markers) is the local-process plugin's business.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from flytelite.context import Context
+from flytelite.propeller.plugins.core import TaskExecutionContext
+
+
+def flyte_task_env(tctx: TaskExecutionContext, ctx: Context) -> dict[str, str]:
+    """Variables of one attempt, later ones winning: the blob store's, the task's, the execution's, Flyte's."""
+    project, domain, name = tctx.key
+    task_id = tctx.task.id
+    env = dict(ctx.blobs.task_environment())
+    env.update({e.key: e.value for e in tctx.task.container.env})
+    env.update(tctx.spec.envs)
+    wf = tctx.spec.workflow.split("/") if tctx.spec.workflow else []
+    lp = tctx.spec.launch_plan.split("/") if tctx.spec.launch_plan else []
+    env.update({
+        "FLYTE_INTERNAL_EXECUTION_ID": name,
+        "FLYTE_INTERNAL_EXECUTION_PROJECT": project,
+        "FLYTE_INTERNAL_EXECUTION_DOMAIN": domain,
+        "FLYTE_INTERNAL_EXECUTION_WORKFLOW": ":".join(wf[:3]) if wf else
+        f"{tctx.workflow_id.project}:{tctx.workflow_id.domain}:{tctx.workflow_id.name}",
+        "FLYTE_INTERNAL_EXECUTION_LAUNCHPLAN": ":".join(lp[:3]),
+        "FLYTE_INTERNAL_TASK_PROJECT": task_id.project,
+        "FLYTE_INTERNAL_TASK_DOMAIN": task_id.domain,
+        "FLYTE_INTERNAL_TASK_NAME": task_id.name,
+        "FLYTE_INTERNAL_TASK_VERSION": task_id.version,
+        "FLYTE_ATTEMPT_NUMBER": str(tctx.attempt),
+    })
+    if ctx.public_url:
+        env["FLYTE_EXECUTION_URL"] = (f"{ctx.public_url}/console/projects/{project}/domains/{domain}"
+                                      f"/executions/{name}/nodeId/{tctx.node_id}/nodes")
+        # Tasks that call the API themselves reach this server, unless the task or the execution names another.
+        explicit = {e.key for e in tctx.task.container.env} | set(tctx.spec.envs)
+        if "FLYTE_PLATFORM_URL" not in explicit:
+            url = urlsplit(ctx.public_url)
+            env["FLYTE_PLATFORM_URL"] = url.netloc
+            env["FLYTE_PLATFORM_INSECURE"] = "true" if url.scheme == "http" else "false"
+    return env
