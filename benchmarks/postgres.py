@@ -3,6 +3,7 @@
 One throwaway PostgreSQL cluster (flytelite/testing_pg.py: Debian's server binaries, fsync off, a unix
 socket) serves every row, each row on a fresh database of its own.
 - engine only: engine_only.py's in-process admin + engine + EventSink, no-op plugin, on PostgreSQL;
+- hand-off: an API-only replica takes CreateExecution, an engine-only replica runs it (NOTIFY wakes it);
 - concurrent executions: as concurrent.py, but `flytelite start` replicas (role all, default leases)
   share the database and one home (blob folder); the CreateExecution calls are spread over their ports.
   After each run the shared database says which replica drove each execution and whether any ran twice.
@@ -11,6 +12,7 @@ When no PostgreSQL server binary is installed the section is one row saying so.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -21,10 +23,12 @@ from benchmarks.common import D, P, Row, integer, register
 from benchmarks.concurrent import EXECUTIONS, NOOP
 from benchmarks.engine_only import MAP_ITEMS, measure
 from benchmarks.replicas import Audit, ReplicaSet
+from benchmarks.server_client import BenchServer, seconds
 from benchmarks.workflows import engine_wfs
 from flytelite.testing_pg import PostgresCluster, create_database, find_pg_bin
 
 REPLICA_COUNTS = (1, 3)
+HANDOFF_RUNS = 20
 # Longer than any healthy run on a loaded 2-core machine; past it the executions count as stuck.
 STUCK_AFTER_SECONDS = 600
 
@@ -42,6 +46,7 @@ def postgres_rows(root: Path, runs: int) -> list[Row]:
         for count in REPLICA_COUNTS:
             database_url = create_database(cluster.url, f"bench_concurrent_{count}")
             rows.append(_concurrent_row(root / f"pg-concurrent-{count}", database_url, count, runs))
+        rows.append(_handoff_row(root / "pg-handoff", create_database(cluster.url, "bench_handoff")))
     finally:
         cluster.stop()
     return rows
@@ -86,6 +91,28 @@ def _concurrent_row(folder: Path, database_url: str, replicas: int, runs: int) -
     return Row(f"PostgreSQL, {replicas} {plural} (role all): {EXECUTIONS:,} concurrent executions of a 3-node "
                "workflow, through gRPC, all done", seconds, "s", goal="all accepted and completed, each once",
                met=all(a.clean for a in audits), note=_note(accepted, audits, peaks))
+
+
+def _handoff_row(folder: Path, database_url: str, runs: int = HANDOFF_RUNS) -> Row:
+    """CreateExecution on an API-only replica to the execution RUNNING on an engine-only replica: the
+    wake-up crosses processes through PostgreSQL's NOTIFY (resyncs are an hour apart, so nothing else can)."""
+    config = (f"{NOOP}  resync_seconds: 3600\n  lease_seconds: 10800\n"
+              f"database_url: {json.dumps(database_url)}\n")
+    home = folder / "shared-home"
+    api, engine = BenchServer(folder / "api", config, home=home), BenchServer(folder / "engine", config, home=home)
+    api.server.role, engine.server.role = "api", "engine"
+    latencies = []
+    with api, engine:
+        lp = register(api.stub, engine_wfs.three_wf)
+        for run in range(runs):
+            sent = time.time()
+            name = api.create(lp, {"x": integer(run)})
+            execution = api.wait(name)
+            latencies.append(seconds(execution.closure.started_at) - sent)
+    return Row("PostgreSQL, an API replica and an engine replica: CreateExecution to the execution RUNNING",
+               latencies, "ms", goal="~100 ms", note="the engine replica learns of the execution through "
+               "LISTEN/NOTIFY only (resyncs an hour apart); client clock to server clock, one machine"
+               ).check("<=", 0.100)
 
 
 def _wait_until_done(cluster: ReplicaSet, started: float) -> None:
