@@ -128,6 +128,56 @@ class S3Config:
             addressing_style=self.addressing_style or ("path" if endpoint else "auto"))
 
 
+# Task plugins a task type can be sent to (config `plugins`); "local" runs attempts as local processes.
+TASK_PLUGINS = ("local", "kubernetes")
+
+
+@dataclass
+class KubernetesConfig:
+    """How the kubernetes task plugin reaches a cluster and shapes the pods of task attempts
+    (propeller/plugins/kubernetes); used for the task types `plugins` sends there."""
+
+    # A kubeconfig file; empty: the pod's own service account when flytelite runs in the cluster.
+    kubeconfig: str = ""
+    context: str = ""
+    # Namespace of a project and domain's pods (FlyteAdmin's namespace_mapping.template default).
+    namespace_template: str = "{{ project }}-{{ domain }}"
+    # Create a missing namespace the first time an attempt needs it.
+    create_namespaces: bool = True
+    # Task image -> the name the cluster knows it by (for clusters whose images are named differently).
+    images: dict[str, str] = field(default_factory=dict)
+    image_pull_policy: str = "IfNotPresent"
+    # Requests of a task that names none (its limit, when it names one, otherwise): FlytePropeller's
+    # default-cpus / default-memory are 1000m / 1024Mi; a laptop's cluster fits more pods with less.
+    default_cpu: str = "100m"
+    default_memory: str = "256Mi"
+    # Service account of pods whose execution names none (empty: the namespace's default).
+    service_account: str = ""
+    # What interruptible attempts get (FlytePropeller's interruptible-tolerations / -node-selector).
+    interruptible_tolerations: list[dict] = field(default_factory=list)
+    interruptible_node_selector: dict[str, str] = field(default_factory=dict)
+    # Extra env vars of every pod (FlytePropeller's default-env-vars).
+    env: dict[str, str] = field(default_factory=dict)
+    # Host folders mounted into every pod at the same path (a single-node cluster on the server's machine:
+    # the task interpreter's environment; a local blob store is mounted by itself).
+    host_mounts: list[str] = field(default_factory=list)
+    # Delete finished pods (FlytePropeller keeps them until the FlyteWorkflow goes); keep failed ones to read.
+    delete_finished_pods: bool = True
+    keep_failed_pods: bool = False
+    # Most attempt pods not yet finished at once, over all executions (0: no cap): a 10,000-item map task
+    # waits in QUEUED instead of flooding the apiserver.
+    max_pods_in_flight: int = 500
+    # FlytePropeller's image-pull-backoff-grace-period: ImagePullBackOff fails the attempt after this.
+    image_pull_grace_seconds: float = 180.0
+
+    def __post_init__(self) -> None:
+        if self.max_pods_in_flight < 0:
+            raise ValueError(f"kubernetes.max_pods_in_flight must be 0 (no cap) or more, not {self.max_pods_in_flight}")
+        if self.image_pull_policy not in ("Always", "IfNotPresent", "Never"):
+            raise ValueError(f"kubernetes.image_pull_policy must be Always, IfNotPresent or Never, "
+                             f"not {self.image_pull_policy!r}")
+
+
 @dataclass
 class Config:
     home: Path = field(default_factory=lambda: Path(os.path.expanduser("~/.flytelite")))
@@ -149,6 +199,11 @@ class Config:
     # machine) or a command prefix (e.g. "nice -n 10"). Unlisted images are not run (flytelite pulls nothing).
     raw_container_images: dict[str, str] = field(default_factory=dict)
     engine: EngineConfig = field(default_factory=EngineConfig)
+    # Task type -> plugin ("local" or "kubernetes") for every project; `project_plugins` overrides it for a
+    # "<project>/<domain>" (or a whole "<project>"). Unlisted task types run locally.
+    plugins: dict[str, str] = field(default_factory=dict)
+    project_plugins: dict[str, dict[str, str]] = field(default_factory=dict)
+    kubernetes: KubernetesConfig = field(default_factory=KubernetesConfig)
     # Lifetime of signed upload URLs.
     upload_url_seconds: int = 3600
     max_upload_bytes: int = 1024 * 1024 * 1024
@@ -160,6 +215,12 @@ class Config:
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {self.role!r}")
+        for where, choices in [("plugins", self.plugins)] + [
+                (f"project_plugins[{k!r}]", v) for k, v in self.project_plugins.items()]:
+            bad = {t: p for t, p in choices.items() if p not in TASK_PLUGINS}
+            if bad:
+                raise ValueError(f"{where} sends task types to unknown plugins {bad}; plugins are "
+                                 f"{', '.join(TASK_PLUGINS)}")
         if self.public_url and urlsplit(self.public_url).scheme not in ("http", "https"):
             raise ValueError(f"public_url must be an http:// or https:// URL, not {self.public_url!r}")
         self.public_url = self.public_url.rstrip("/")
@@ -188,6 +249,19 @@ class Config:
     def work_dir(self) -> Path:
         return self.home / "work"
 
+    def plugin_for(self, task_type: str, project: str, domain: str) -> str:
+        """Which plugin runs attempts of this task type in this project and domain ("local" by default)."""
+        for scope in (f"{project}/{domain}", project):
+            choice = self.project_plugins.get(scope, {}).get(task_type)
+            if choice:
+                return choice
+        return self.plugins.get(task_type, "local")
+
+    @property
+    def uses_kubernetes(self) -> bool:
+        return "kubernetes" in self.plugins.values() or any(
+            "kubernetes" in v.values() for v in self.project_plugins.values())
+
     def interpreter_for(self, image: str) -> str:
         """The Python interpreter that runs tasks of this image (the server's own by default)."""
         return self.images.get(image) or self.images.get("default") or sys.executable
@@ -207,7 +281,7 @@ class Config:
             data = yaml.safe_load(Path(path).read_text()) or {}
         cfg = cls()
         for key, value in data.items():
-            if key in ("engine", "scheduler", "s3"):
+            if key in ("engine", "scheduler", "s3", "kubernetes"):
                 setattr(cfg, key, dataclasses.replace(getattr(cfg, key), **value))
             elif key == "home":
                 cfg.home = Path(os.path.expanduser(value))

@@ -193,6 +193,8 @@ def _store(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier, spec: execut
         interruptible=_interruptible(spec, lp),
         overwrite_cache=spec.overwrite_cache or lp.overwrite_cache,
         principal=spec.metadata.principal,
+        service_account=(spec.security_context.run_as.k8s_service_account
+                         or lp.security_context.run_as.k8s_service_account),
         parent_execution=parent.execution_id.name if parent else "",
         parent_node_id=parent.node_id if parent else "",
         # A recovery copies what succeeded in the original; the engine must know it before its first look.

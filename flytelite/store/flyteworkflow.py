@@ -25,6 +25,8 @@ class ExecutionSpec:
     interruptible: bool | None = None
     overwrite_cache: bool = False
     principal: str = ""
+    # The Kubernetes service account the execution's pods run as (its security context's; "" for the default).
+    service_account: str = ""
     # Child executions (launch-plan nodes): the parent's execution name and node execution id.
     parent_execution: str = ""
     parent_node_id: str = ""

@@ -42,7 +42,7 @@ class TaskHandler(NodeHandler):
             return PhaseInfo.failure("TaskNotFound", f"node {nctx.node_id} runs task {ref.name}@{ref.version}, "
                                      "which the compiled workflow does not contain", kind=SYSTEM)
         try:
-            plugin = self.plugins.get(task.type)
+            plugin = self.plugins.get(task.type, nctx.round.key)
         except PluginNotFound as e:
             return PhaseInfo.failure("UnsupportedTaskType", f"task {task.id.name}: {e}", kind=USER)
         tstatus = nctx.status.task
@@ -107,7 +107,7 @@ class TaskHandler(NodeHandler):
         if tstatus is None or task is None or not tstatus.plugin:
             return
         try:
-            plugin = self.plugins.get(task.type)
+            plugin = self.plugins.get(task.type, nctx.round.key)
         except PluginNotFound:
             return
         plugin.abort(self._task_context(nctx, tstatus))
@@ -124,7 +124,7 @@ class TaskHandler(NodeHandler):
         if tstatus is None or task is None or not tstatus.plugin:
             return
         try:
-            plugin = self.plugins.get(task.type)
+            plugin = self.plugins.get(task.type, nctx.round.key)
         except PluginNotFound:
             return
         plugin.finalize(self._task_context(nctx, tstatus))

@@ -25,12 +25,13 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from flyteidl.core import errors_pb2, execution_pb2
+from flyteidl.core import execution_pb2
 
 from flytelite.context import Context
 from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
 from flytelite.propeller.plugins.environment import flyte_task_env
+from flytelite.propeller.plugins.results import written_result
 from flytelite.propeller.plugins.task_site import IMAGE_ENV, task_process_env
 from flytelite.propeller.plugins.template import TemplateError, TemplateParams, render
 from flytelite.propeller.plugins.warm.pool import (
@@ -248,21 +249,12 @@ class LocalProcessPlugin(Plugin):
         return any(blobs.exists(posixpath.join(prefix, f)) for f in ("outputs.pb", "error.pb", "futures.pb"))
 
     def _result(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
-        st, blobs = tctx.state, self.ctx.blobs
+        st = tctx.state
         prefix = st["output_prefix"]
         logs = self._logs(tctx)
-        if blobs.exists(posixpath.join(prefix, "outputs.pb")):
-            return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs)
-        doc = blobs.read_proto_if_exists(posixpath.join(prefix, "error.pb"), errors_pb2.ErrorDocument)
-        if doc is not None:
-            err = doc.error
-            kind = err.origin if err.origin in (USER, SYSTEM) else USER
-            retryable = err.kind == errors_pb2.ContainerError.RECOVERABLE
-            return PluginPhaseInfo.failure(err.code or "TaskFailed", err.message, kind=kind, retryable=retryable,
-                                           logs=logs)
-        futures = posixpath.join(prefix, "futures.pb")
-        if blobs.exists(futures):
-            return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs, futures_uri=futures)
+        written = written_result(self.ctx.blobs, prefix, logs)
+        if written is not None:
+            return written
         code = st.get("exit_code")
         if code == 0 and not len(tctx.task.interface.outputs.variables):
             return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs)
@@ -378,16 +370,19 @@ class LocalProcessPlugin(Plugin):
         return [execution_pb2.TaskLog(uri=f"{self.ctx.public_url}/logs/{rel}", name="Task log (local process)")]
 
 
-def rendered_command(tctx: TaskExecutionContext) -> list[str]:
-    """The container's command and args with Flyte's {{.input}}-style templates filled in for this attempt."""
+def rendered_command(tctx: TaskExecutionContext, words: list[str] | None = None) -> list[str]:
+    """The container's command and args (or `words`) with Flyte's {{.input}}-style templates filled in for
+    this attempt."""
     container = tctx.task.container
+    if words is None:
+        words = list(container.command) + list(container.args)
     params = TemplateParams(
         input_uri=tctx.input_uri, input_prefix=tctx.input_prefix, output_prefix=tctx.output_prefix,
         raw_output_prefix=tctx.raw_output_prefix, checkpoint_prefix=tctx.checkpoint_prefix,
         prev_checkpoint_prefix=tctx.prev_checkpoint_prefix, unique_key=tctx.unique_key,
         namespace=tctx.namespace, task_template_path=tctx.task_template_path, inputs=lambda: tctx.inputs,
     )
-    return render(list(container.command) + list(container.args), params)
+    return render(words, params)
 
 
 def _start_time(proc) -> int | None:

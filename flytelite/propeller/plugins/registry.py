@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
+from flytelite.context import ExecutionKey
 from flytelite.propeller.plugins.core import Plugin
 
 
@@ -11,15 +12,34 @@ class PluginNotFound(LookupError):
     pass
 
 
+# Which plugin runs a task type in a project and domain: a name among the registry's `routed` plugins,
+# or "local" for the plugin registered for the type (Config.plugin_for).
+Route = Callable[[str, str, str], str]
+
+
 class PluginRegistry:
-    def __init__(self, plugins: Iterable[Plugin]):
-        self.plugins = list(plugins)
+    def __init__(self, plugins: Iterable[Plugin], routed: dict[str, Plugin] | None = None,
+                 route: Route | None = None):
+        """`plugins` run the task types they name; `route` may send a task type of a project and domain to
+        one of the `routed` plugins instead (the kubernetes plugin, by config)."""
+        self.routed = dict(routed or {})
+        self.plugins = list(plugins) + list(self.routed.values())
+        self.route = route
         self._by_type: dict[str, Plugin] = {}
-        for plugin in self.plugins:
+        for plugin in plugins:
             for task_type in plugin.task_types:
                 self._by_type[task_type] = plugin
 
-    def get(self, task_type: str) -> Plugin:
+    def get(self, task_type: str, key: ExecutionKey | None = None) -> Plugin:
+        """The plugin that runs this task type (for execution `key`'s project and domain)."""
+        if self.route is not None and key is not None:
+            name = self.route(task_type, key[0], key[1])
+            if name in self.routed:
+                plugin = self.routed[name]
+                if task_type not in plugin.task_types:
+                    raise PluginNotFound(f"the configuration sends task type {task_type!r} to the {name} plugin, "
+                                         f"which runs task types {', '.join(plugin.task_types)}")
+                return plugin
         plugin = self._by_type.get(task_type)
         if plugin is None:
             raise PluginNotFound(
@@ -42,4 +62,10 @@ def default_plugins(ctx) -> PluginRegistry:
     from flytelite.propeller.plugins.echo import EchoPlugin
     from flytelite.propeller.plugins.local_process import LocalProcessPlugin
 
-    return PluginRegistry([LocalProcessPlugin(ctx), RawContainerPlugin(ctx), EchoPlugin()])
+    routed = {}
+    if ctx.config.uses_kubernetes:
+        from flytelite.propeller.plugins.kubernetes.plugin import KubernetesPlugin
+
+        routed["kubernetes"] = KubernetesPlugin(ctx)
+    return PluginRegistry([LocalProcessPlugin(ctx), RawContainerPlugin(ctx), EchoPlugin()], routed,
+                          ctx.config.plugin_for)

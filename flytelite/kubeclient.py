@@ -1,0 +1,17 @@
+"""A Kubernetes API client from flytelite's `kubernetes` config (the task plugin and the console's pod logs)."""
+
+from __future__ import annotations
+
+from kubernetes import client
+from kubernetes import config as kube_config
+
+from flytelite.config import KubernetesConfig
+
+
+def core_api(cfg: KubernetesConfig) -> client.CoreV1Api:
+    """CoreV1Api from the kubeconfig file, or from the pod's service account when none is configured."""
+    if cfg.kubeconfig:
+        return client.CoreV1Api(kube_config.new_client_from_config(config_file=cfg.kubeconfig,
+                                                                   context=cfg.context or None))
+    kube_config.load_incluster_config()
+    return client.CoreV1Api(client.ApiClient())
