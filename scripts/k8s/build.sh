@@ -10,9 +10,12 @@
 # apt configuration in the cache folder (the host's sources are not edited). A run that finds every binary
 # in place does nothing. Takes ~6 minutes on 2 cores (kube-apiserver alone ~3).
 set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=env.sh
+. "$HERE/env.sh"
 
-CACHE=${FLYTELITE_K8S_CACHE:-$HOME/.cache/flytelite-k8s}
-BIN=$CACHE/bin
+CACHE=$FLYTELITE_K8S_CACHE
+BIN=$K8S_BIN
 VERSION=1.20.2
 ORIG=kubernetes_1.20.5+really$VERSION.orig.tar.gz
 ORIG_SHA256=b83c0780efb182d928dc63d46488a847f161f04e40a94b96bf5247dd671ecdfc

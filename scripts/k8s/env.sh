@@ -3,7 +3,7 @@
 # ports below are host-wide.
 
 # Binaries (build.sh) and image archives (images.sh): built once, kept between runs.
-FLYTELITE_K8S_CACHE=${FLYTELITE_K8S_CACHE:-$HOME/.cache/flytelite-k8s}
+FLYTELITE_K8S_CACHE=${FLYTELITE_K8S_CACHE:-${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}/.cache/flytelite-k8s}
 K8S_BIN=$FLYTELITE_K8S_CACHE/bin
 # The cluster's state: keys, tokens, kubeconfigs, logs, pids, etcd's data, containerd's images, the kubelet's folder.
 FLYTELITE_K8S_STATE=${FLYTELITE_K8S_STATE:-/tmp/flytelite-k8s}
