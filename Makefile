@@ -3,7 +3,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 PYTHON ?= python3
 
-.PHONY: start test test-postgres lint bench clean
+.PHONY: start test test-postgres lint bench k8s-build clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ lint: $(VENV)/.dev-installed
 
 bench: $(VENV)/.dev-installed
 	$(PY) -m benchmarks.run $(BENCH_ARGS)
+
+# The Kubernetes test cluster's binaries (tests/k8s skip without them): built once from Debian's source
+# package into $${FLYTELITE_K8S_CACHE:-~/.cache/flytelite-k8s}; a later run finds them and does nothing.
+k8s-build:
+	scripts/k8s/build.sh
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -5,6 +5,8 @@ started for the session; every flytelite home then gets a database of its own on
 (flytelite.testing.database_url_for). SQLite is the default.
 The S3 fixtures start a real S3-compatible server (moto's) and a flytelite server whose blob store is
 a bucket there.
+`k8s_cluster` starts the project's single-node Kubernetes (scripts/k8s) once per session; its tests skip
+when the binaries are not built (scripts/k8s/build.sh).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import pytest
 
 from flytelite.testing import PG_ENV, PostgresCluster, RunningServer, S3TestServer, free_port, make_server
+from flytelite.testing_k8s import KubernetesCluster
 
 
 def pytest_addoption(parser):
@@ -103,3 +106,23 @@ def s3_remote(s3_server):
 
     return FlyteRemote(FlyteConfig.auto(str(s3_server.config_path)), default_project="flytesnacks",
                        default_domain="development")
+
+
+@pytest.fixture(scope="session")
+def k8s_cluster() -> KubernetesCluster:
+    """The project's single-node Kubernetes (scripts/k8s), started once for the session and stopped (host
+    changes undone) at its end. Skips when it cannot start here: the binaries are built once by
+    scripts/k8s/build.sh (`make k8s-build`), and it needs root."""
+    reason = KubernetesCluster.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    cluster = KubernetesCluster()
+    try:
+        cluster.start()
+    except BaseException:
+        cluster.stop()
+        raise
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
