@@ -144,7 +144,8 @@ class KubernetesConfig:
     namespace_template: str = "{{ project }}-{{ domain }}"
     # Create a missing namespace the first time an attempt needs it.
     create_namespaces: bool = True
-    # Task image -> the name the cluster knows it by (for clusters whose images are named differently).
+    # Task image -> the name the cluster knows it by (for clusters whose images are named differently);
+    # "default" for every image not listed.
     images: dict[str, str] = field(default_factory=dict)
     image_pull_policy: str = "IfNotPresent"
     # Requests of a task that names none (its limit, when it names one, otherwise): FlytePropeller's

@@ -38,6 +38,8 @@ USER, SYSTEM = execution_pb2.ExecutionError.USER, execution_pb2.ExecutionError.S
 SYNC_SECONDS = 10.0
 # How often an attempt waiting for room under max_pods_in_flight looks again (a pod ending also wakes it).
 ROOM_POLL_SECONDS = 2.0
+# How soon an attempt whose pod the apiserver could not create yet tries again.
+RETRY_CREATE_SECONDS = 1.0
 _PHASES = {"queued": PluginPhase.QUEUED, "initializing": PluginPhase.INITIALIZING, "running": PluginPhase.RUNNING}
 
 
@@ -128,7 +130,10 @@ class KubernetesPlugin(Plugin):
             return PluginPhaseInfo.failure("BadTaskFormat", what, kind=USER, retryable=False)
         if e.status == 413:
             return PluginPhaseInfo.failure("EntityTooLarge", what, kind=USER, retryable=False)
-        raise RuntimeError(what)  # the round fails and is retried, as an unexpected error in Flyte
+        # Anything else (the apiserver busy, a new namespace's service account not ready yet): try again soon;
+        # creating is idempotent by the pod's name.
+        log.info("%s; trying again", what)
+        return PluginPhaseInfo(PluginPhase.QUEUED, version=1, reason=what, poll_after=RETRY_CREATE_SECONDS)
 
     def _pod_manifest(self, tctx: TaskExecutionContext, namespace: str) -> pods.Pod:
         env = flyte_task_env(tctx, self.ctx)
@@ -136,7 +141,7 @@ class KubernetesPlugin(Plugin):
         if self.ctx.blobs.is_local:
             # A single-node cluster on this machine: the pod reads and writes the local store where it is,
             # and its Python processes get what makes local:// URIs work (plugins/task_site).
-            mounts += [self.ctx.blobs.root, TASK_SITE]
+            mounts += [self.ctx.blobs.folder, TASK_SITE]
             env = task_process_env(env)
         template = None
         template_name = tctx.task.metadata.pod_template_name

@@ -66,7 +66,8 @@ def build_pod(tctx: TaskExecutionContext, cfg: KubernetesConfig, render: Render,
     primary["command"], primary["args"] = rendered[:len(command)], rendered[len(command):]
     if not primary["command"]:
         del primary["command"]
-    primary["image"] = cfg.images.get(primary.get("image", ""), primary.get("image", ""))
+    image = primary.get("image", "")
+    primary["image"] = cfg.images.get(image) or cfg.images.get("default") or image
     primary["resources"] = _resources(resources, primary.get("resources"), cfg)
     primary.setdefault("imagePullPolicy", cfg.image_pull_policy)
     primary.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")

@@ -1,0 +1,173 @@
+"""Tasks as pods on the project's real single-node cluster: `pyflyte run --remote` against a flytelite
+server whose python tasks go to the kubernetes plugin. The pods run the project's own environment
+through hostPath mounts (the skeleton task image) and reach the local blob store the same way."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+import urllib.request
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+from flytekit.configuration import Config as FlyteConfig
+from flytekit.models.core.execution import WorkflowExecutionPhase
+from flytekit.remote import FlyteRemote
+
+from flytelite.testing import make_server
+from flytelite.testing_k8s import TASK_IMAGE, python_host_paths
+from tests.e2e.flyte_cli import copy_workflows, run_remote
+
+pytestmark = pytest.mark.e2e
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+FLOWS = Path(__file__).parent / "workflows"
+P, D = "flytesnacks", "development"
+
+
+def server_config(cluster, *mounts: Path) -> str:
+    return yaml.safe_dump({
+        "plugins": {"python-task": "kubernetes"},
+        "kubernetes": {
+            "kubeconfig": str(cluster.kubeconfig), "images": {"default": TASK_IMAGE}, "image_pull_policy": "Never",
+            "host_mounts": python_host_paths(CHECKOUT) + [str(m) for m in mounts],
+            "env": {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"},
+        },
+    })
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("k8s")
+
+
+@pytest.fixture(scope="module")
+def k8s_server(k8s_cluster, folder):
+    marks = folder / "marks"
+    marks.mkdir()
+    server = make_server(folder / "server", server_config(k8s_cluster, marks))
+    server.start()
+    yield server
+    if server.proc is not None:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def code(folder):
+    dest = copy_workflows(folder / "wf")
+    (dest / "k8s_flows.py").write_text((FLOWS / "k8s_flows.py").read_text())
+    return dest
+
+
+def _remote(server) -> FlyteRemote:
+    return FlyteRemote(FlyteConfig.auto(str(server.config_path)), default_project=P, default_domain=D)
+
+
+def _wait(server, name: str, timeout: float = 300):
+    remote = _remote(server)
+    return remote.wait(remote.fetch_execution(name=name), timeout=timedelta(seconds=timeout),
+                       poll_interval=timedelta(seconds=0.5), sync_nodes=True)
+
+
+def _pods(cluster, name: str) -> list[dict]:
+    from kubernetes import client
+
+    core = client.CoreV1Api(cluster.api_client())
+    return [p for p in core.list_namespaced_pod(f"{P}-{D}", label_selector=f"execution-id={name}").items]
+
+
+def _wait_for(predicate, what: str, timeout: float = 120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_task_runs_as_a_pod_named_after_its_attempt(k8s_cluster, k8s_server, code):
+    name = run_remote(k8s_server, code, "k8s_flows.py", "where_wf")
+    ex = _wait(k8s_server, name)
+    assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
+    assert ex.outputs["o0"] == f"{name}-n0-0|{name}"  # the pod's host name is the pod's name
+    (node,) = [n for n in ex.node_executions.values() if n.id.node_id == "n0"]
+    (attempt,) = node.task_executions
+    assert [log.name for log in attempt.closure.logs] == ["Kubernetes Logs (User)"]
+    # Finished pods are cleaned up.
+    _wait_for(lambda: not _pods(k8s_cluster, name), "the finished pod to be deleted")
+
+
+def test_map_task_and_dynamic_workflow_run_a_pod_per_item(k8s_server, code):
+    mapped = run_remote(k8s_server, code, "k8s_flows.py", "k8s_map_wf", "--xs", "[1, 2, 3, 4]")
+    dynamic = run_remote(k8s_server, code, "k8s_flows.py", "k8s_dynamic_wf", "--n", "3")
+    ex = _wait(k8s_server, mapped)
+    assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
+    assert ex.outputs["o0"] == 30
+    ex = _wait(k8s_server, dynamic)
+    assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
+    assert ex.outputs["o0"] == 5
+
+
+def test_a_recoverable_error_is_retried_in_a_new_pod(k8s_server, code):
+    name = run_remote(k8s_server, code, "k8s_flows.py", "k8s_flaky_wf")
+    ex = _wait(k8s_server, name)
+    assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
+    assert ex.outputs["o0"] == 1
+    (node,) = [n for n in ex.node_executions.values() if n.id.node_id == "n0"]
+    assert [t.id.retry_attempt for t in node.task_executions] == [0, 1]
+
+
+def test_a_task_over_its_memory_limit_fails_oomkilled(k8s_server, code):
+    name = run_remote(k8s_server, code, "k8s_flows.py", "k8s_hog_wf")
+    ex = _wait(k8s_server, name)
+    assert ex.closure.phase == WorkflowExecutionPhase.FAILED
+    assert "OOMKilled" in ex.closure.error.code + ex.closure.error.message, ex.closure.error
+
+
+def test_a_timeout_ends_the_attempt_and_deletes_its_pod(k8s_cluster, k8s_server, code):
+    name = run_remote(k8s_server, code, "k8s_flows.py", "k8s_sleepy_wf", "--seconds", "60")
+    ex = _wait(k8s_server, name)
+    assert ex.closure.phase == WorkflowExecutionPhase.FAILED
+    assert "TimeoutExpired" in ex.closure.error.code + ex.closure.error.message, ex.closure.error
+    _wait_for(lambda: not _pods(k8s_cluster, name), "the timed-out pod to be deleted")
+
+
+def test_terminate_deletes_the_pod_and_logs_stream_while_it_runs(k8s_cluster, k8s_server, code, folder):
+    name = run_remote(k8s_server, code, "k8s_flows.py", "k8s_slow_wf", "--marker_dir", str(folder / "marks" / "t"),
+                      "--seconds", "120")
+    remote = _remote(k8s_server)
+
+    def log_link():
+        ex = remote.sync_execution(remote.fetch_execution(name=name), sync_nodes=True)
+        return [log.uri for n in ex.node_executions.values() for t in n.task_executions for log in t.closure.logs
+                if ex.closure.phase == WorkflowExecutionPhase.RUNNING and t.closure.phase == 2]  # RUNNING
+
+    (uri,) = _wait_for(log_link, "the running attempt's log link")
+    with urllib.request.urlopen(uri, timeout=60) as stream:  # follows the running pod: lines keep coming
+        ticks = []
+        for line in stream:
+            if line.startswith(b"tick"):
+                ticks.append(line)
+            if len(ticks) == 20:
+                break
+    assert ticks[-1] == b"tick 19\n", ticks
+    remote.terminate(remote.fetch_execution(name=name), "enough")
+    ex = _wait(k8s_server, name)
+    assert ex.closure.phase == WorkflowExecutionPhase.ABORTED
+    _wait_for(lambda: not _pods(k8s_cluster, name), "the aborted pod to be deleted")
+
+
+def test_a_restarted_server_adopts_the_running_pod(k8s_cluster, k8s_server, code, folder):
+    marks = folder / "marks" / "restart"
+    name = run_remote(k8s_server, code, "k8s_flows.py", "k8s_slow_wf", "--marker_dir", str(marks),
+                      "--seconds", "8")
+    _wait_for(lambda: list(marks.glob("slow-*")) if marks.exists() else [], "the task to start in its pod")
+    k8s_server.stop(sig=signal.SIGKILL)
+    k8s_server.start()
+    ex = _wait(k8s_server, name)
+    assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
+    assert len(list(marks.glob("slow-*"))) == 1  # one pod, adopted, never a second one
