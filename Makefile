@@ -3,7 +3,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 PYTHON ?= python3
 
-.PHONY: start test test-postgres lint bench k8s-build clean
+.PHONY: start test test-postgres test-k8s lint bench k8s-build clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,7 +19,11 @@ start: $(VENV)/.installed
 	$(VENV)/bin/flytelite start $(ARGS)
 
 test: $(VENV)/.dev-installed
-	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(PY) -m pytest -q -p no:cacheprovider --ignore=tests/k8s $(PYTEST_ARGS)
+
+# Tasks as pods on the project's single-node Kubernetes (started by the tests; `make k8s-build` first).
+test-k8s: $(VENV)/.dev-installed
+	$(PY) -m pytest -q -p no:cacheprovider tests/k8s $(PYTEST_ARGS)
 
 # The database-dependent tests again, on a PostgreSQL cluster the tests start (Debian's postgresql package).
 PG_TEST_DIRS ?= tests/store tests/server tests/propeller/test_leases.py tests/admin tests/catalog tests/scheduler tests/console tests/e2e
