@@ -38,6 +38,7 @@ import flytekit
 from benchmarks.common import Row
 from benchmarks.concurrent import concurrent_rows
 from benchmarks.engine_only import engine_rows
+from benchmarks.k8s_pods import k8s_rows
 from benchmarks.postgres import postgres_rows
 from benchmarks.real_tasks import real_rows
 from benchmarks.table import render
@@ -53,10 +54,11 @@ def sections(root: Path, runs: int) -> dict[str, tuple[str, Callable[[], list[Ro
         "concurrent": ("concurrent executions", lambda: concurrent_rows(root, runs=runs, local_runs=1)),
         "real": ("real tasks", lambda: real_rows(root, runs=runs, local_runs=3)),
         "postgresql": ("PostgreSQL, 1 and 3 replicas", lambda: postgres_rows(root, runs=runs)),
+        "kubernetes": ("tasks as Kubernetes pods", lambda: k8s_rows(root, runs=runs)),
     }
 
 
-SECTION_NAMES = ("engine", "concurrent", "real", "postgresql")
+SECTION_NAMES = ("engine", "concurrent", "real", "postgresql", "kubernetes")
 
 
 def machine() -> str:
@@ -133,6 +135,11 @@ How each row is measured (see the modules in benchmarks/ for the code):
   ("executions driven per replica") and whether any ran twice: every execution must have the same number
   of node and task executions, no task attempt past the first, and no replica may have dropped a round
   because another had taken the execution over (LeaseLost in its log). Memory is the largest VmHWM of a replica.
+  The hand-off row: an API-only replica takes CreateExecution, an engine-only replica (resyncs an hour
+  apart) learns of it only through NOTIFY; CreateExecution sent to the execution's RUNNING (its started_at).
+- *Kubernetes*: the project's single-node cluster (scripts/k8s, flytelite/testing_k8s.py) started for the
+  run; python tasks as pods of the skeleton image running the project's venv through hostPath mounts
+  (a cold interpreter per pod), beside the same workflows as warm local processes on another server.
 - *flytekit local*: the same workflow function called in this Python process (flytekit's local execution).
 """
 

@@ -20,6 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import yaml
+
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts" / "k8s"
 # The skeleton image of task pods: no files of its own beyond /etc/passwd; mount the host's /usr.
 TASK_IMAGE = "localhost/flytelite-task:v1"
@@ -43,6 +45,19 @@ def python_host_paths(project: Path | None = None) -> list[str]:
     if own not in paths and not any(own.startswith(p + "/") for p in paths):
         paths.append(own)
     return paths
+
+
+def flytelite_config(kubeconfig: Path, project: Path, *mounts: Path, **kubernetes) -> str:
+    """YAML for a flytelite server whose python tasks run as pods of TASK_IMAGE on this cluster: the pods
+    run this process's Python environment (`project` holds it) through hostPath mounts, plus `mounts`."""
+    return yaml.safe_dump({
+        "plugins": {"python-task": "kubernetes"},
+        "kubernetes": {
+            "kubeconfig": str(kubeconfig), "images": {"default": TASK_IMAGE}, "image_pull_policy": "Never",
+            "host_mounts": python_host_paths(project) + [str(m) for m in mounts],
+            "env": {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}, **kubernetes,
+        },
+    })
 
 
 class KubernetesCluster:

@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 WORKFLOWS = Path(__file__).parent / "workflows"
@@ -38,3 +39,14 @@ def run_remote(server, folder: Path, file: str, entity: str, *inputs: str) -> st
     match = EXECUTION_URL.search(proc.stdout + proc.stderr)
     assert match, f"no execution URL in pyflyte output:\n{proc.stdout}\n{proc.stderr}"
     return match.group(3)
+
+
+def wait_for(predicate, what: str, timeout: float = 120):
+    """Poll `predicate` until it returns something truthy (returned); fail naming `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")

@@ -3,7 +3,6 @@ real `pyflyte run --remote`, a real server process, real task processes, FlyteRe
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from flytekit.exceptions.user import FlyteInvalidInputException
 from flytekit.models.core.execution import NodeExecutionPhase, WorkflowExecutionPhase
 from flytekit.models.core.identifier import WorkflowExecutionIdentifier
 
-from tests.e2e.flyte_cli import copy_workflows, run_remote
+from tests.e2e.flyte_cli import copy_workflows, run_remote, wait_for
 from tests.e2e.test_run import pid_alive
 
 pytestmark = pytest.mark.e2e
@@ -22,16 +21,6 @@ P, D = "flytesnacks", "development"
 
 def wait(remote, name: str):
     return remote.wait(remote.fetch_execution(name=name), timeout=WAIT, poll_interval=timedelta(seconds=0.3))
-
-
-def wait_for(predicate, timeout: float = 60, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"{what} not met within {timeout}s")
 
 
 def signal_ids(remote, name: str) -> set[str]:
@@ -64,7 +53,7 @@ def test_terminating_the_parent_aborts_the_child(server, remote, tmp_path):
     markers = tmp_path / "markers"
     name = run_remote(server, folder, "child_flows.py", "child_parent_holding", "--marker_dir", str(markers),
                       "--seconds", "600")
-    pid = int(wait_for(lambda: (markers / "pid").exists() and (markers / "pid").read_text(), 90, "child task start"))
+    pid = int(wait_for(lambda: (markers / "pid").exists() and (markers / "pid").read_text(), "child task start", 90))
     parent = remote.fetch_execution(name=name)
     remote.sync_execution(parent, sync_nodes=True)
     child_name = parent.node_executions["n0"].closure.workflow_node_metadata.execution_id.name
@@ -74,7 +63,7 @@ def test_terminating_the_parent_aborts_the_child(server, remote, tmp_path):
     assert parent.closure.phase == WorkflowExecutionPhase.ABORTED
     assert child.closure.phase == WorkflowExecutionPhase.ABORTED
     assert "parent says stop" in child.closure.abort_metadata.cause
-    wait_for(lambda: not pid_alive(pid), 15, "the child's task process to end")
+    wait_for(lambda: not pid_alive(pid), "the child's task process to end", 15)
 
 
 # -- gates ------------------------------------------------------------------------------------
@@ -94,7 +83,7 @@ def test_sleep_gate(server, remote, tmp_path):
 def test_approve_gate_through_set_signal(server, remote, tmp_path, approved):
     folder = copy_workflows(tmp_path / "wf", "gate_flows.py")
     name = run_remote(server, folder, "gate_flows.py", "gate_approve_wf", "--x", "7")
-    wait_for(lambda: "review" in signal_ids(remote, name), 90, "the approval signal")
+    wait_for(lambda: "review" in signal_ids(remote, name), "the approval signal", 90)
     assert not remote.fetch_execution(name=name).is_done
     remote.set_signal("review", name, approved)
     execution = wait(remote, name)
@@ -117,7 +106,7 @@ def test_approve_gate_through_set_signal(server, remote, tmp_path, approved):
 def test_wait_for_input_takes_a_typed_value(server, remote, tmp_path):
     folder = copy_workflows(tmp_path / "wf", "gate_flows.py")
     name = run_remote(server, folder, "gate_flows.py", "gate_input_wf", "--x", "2")
-    wait_for(lambda: "title" in signal_ids(remote, name), 90, "the input signal")
+    wait_for(lambda: "title" in signal_ids(remote, name), "the input signal", 90)
     with pytest.raises(FlyteInvalidInputException) as refused:
         remote.set_signal("title", name, 12)
     assert "expects a value of type" in refused.value.__cause__.details()

@@ -22,7 +22,7 @@ from flytekit.models.core.execution import WorkflowExecutionPhase
 from flytekit.remote import FlyteRemote
 
 from flytelite.testing import PG_ENV, config_args_for, make_server
-from tests.e2e.flyte_cli import copy_workflows, run_remote
+from tests.e2e.flyte_cli import copy_workflows, run_remote, wait_for
 from tests.scheduler.test_schedule_e2e import register_scheduled, scheduled_at, scheduled_executions
 
 pytestmark = pytest.mark.e2e
@@ -56,15 +56,6 @@ def _scheduler_leader(status: str) -> str | None:
     return match.group(1) if match else None
 
 
-def _wait_for(predicate, what: str, timeout: float = 120):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_engine_replicas_share_executions_and_take_over_from_a_dead_one(tmp_path):
     home = tmp_path / "shared-home"
     api = _replica(tmp_path / "api", home, "api")
@@ -80,7 +71,7 @@ def test_engine_replicas_share_executions_and_take_over_from_a_dead_one(tmp_path
         names = [run_remote(api, code, "restart.py", "restart_wf", "--marker_dir", str(m), "--seconds", "6")
                  for m in marks]
         # Kill an engine replica while slow tasks run (after `first` succeeded everywhere).
-        _wait_for(lambda: all(list(m.glob("slow-*")) for m in marks), "every execution's slow task to start")
+        wait_for(lambda: all(list(m.glob("slow-*")) for m in marks), "every execution's slow task to start")
         leases = {int(row[3]): int(row[-1]) for row in _rows(_status(home))}
         victim = max(engines, key=lambda e: leases[e.proc.pid])
         moved = leases[victim.proc.pid]
@@ -174,7 +165,7 @@ def test_one_engine_replica_leads_the_scheduler_and_another_takes_over_when_it_d
     for server in (api, *engines):
         server.start()
     try:
-        _wait_for(lambda: _scheduler_leader(_status(home)) is not None, "an engine replica to lead the scheduler")
+        wait_for(lambda: _scheduler_leader(_status(home)) is not None, "an engine replica to lead the scheduler")
         status = _status(home)
         pids = {row[0]: int(row[3]) for row in _rows(status)}
         leader_id = _scheduler_leader(status)
@@ -185,14 +176,14 @@ def test_one_engine_replica_leads_the_scheduler_and_another_takes_over_when_it_d
         remote = FlyteRemote(FlyteConfig.auto(str(api.config_path)), default_project="flytesnacks",
                              default_domain="development")
         name = register_scheduled(api, tmp_path / "proj", EVERY_3S)
-        _wait_for(lambda: len(scheduled_executions(remote, name)) >= 3, "three slots from the first leader", 90)
+        wait_for(lambda: len(scheduled_executions(remote, name)) >= 3, "three slots from the first leader", 90)
         assert not LAUNCHED.search(survivor.log_text()), "an engine replica that does not lead launched"
 
         leader.stop(sig=9)
         killed_at = datetime.now(timezone.utc)
-        _wait_for(lambda: _scheduler_leader(_status(home)) == survivor_id, "the other replica to lead", 60)
+        wait_for(lambda: _scheduler_leader(_status(home)) == survivor_id, "the other replica to lead", 60)
         # Slots well after the SIGKILL: only the survivor can have launched them.
-        _wait_for(lambda: scheduled_at(scheduled_executions(remote, name)[-1]) > killed_at + timedelta(seconds=9),
+        wait_for(lambda: scheduled_at(scheduled_executions(remote, name)[-1]) > killed_at + timedelta(seconds=9),
                   "the schedule to fire from the surviving replica", 90)
         executions = scheduled_executions(remote, name)
     finally:

@@ -5,38 +5,24 @@ through hostPath mounts (the skeleton task image) and reach the local blob store
 from __future__ import annotations
 
 import signal
-import sys
-import time
 import urllib.request
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-import yaml
 from flytekit.configuration import Config as FlyteConfig
 from flytekit.models.core.execution import WorkflowExecutionPhase
 from flytekit.remote import FlyteRemote
 
 from flytelite.testing import make_server
-from flytelite.testing_k8s import TASK_IMAGE, python_host_paths
-from tests.e2e.flyte_cli import copy_workflows, run_remote
+from flytelite.testing_k8s import flytelite_config
+from tests.e2e.flyte_cli import copy_workflows, run_remote, wait_for
 
 pytestmark = pytest.mark.e2e
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 FLOWS = Path(__file__).parent / "workflows"
 P, D = "flytesnacks", "development"
-
-
-def server_config(cluster, *mounts: Path) -> str:
-    return yaml.safe_dump({
-        "plugins": {"python-task": "kubernetes"},
-        "kubernetes": {
-            "kubeconfig": str(cluster.kubeconfig), "images": {"default": TASK_IMAGE}, "image_pull_policy": "Never",
-            "host_mounts": python_host_paths(CHECKOUT) + [str(m) for m in mounts],
-            "env": {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"},
-        },
-    })
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +34,7 @@ def folder(tmp_path_factory):
 def k8s_server(k8s_cluster, folder):
     marks = folder / "marks"
     marks.mkdir()
-    server = make_server(folder / "server", server_config(k8s_cluster, marks))
+    server = make_server(folder / "server", flytelite_config(k8s_cluster.kubeconfig, CHECKOUT, marks))
     server.start()
     yield server
     if server.proc is not None:
@@ -79,16 +65,6 @@ def _pods(cluster, name: str) -> list[dict]:
     return [p for p in core.list_namespaced_pod(f"{P}-{D}", label_selector=f"execution-id={name}").items]
 
 
-def _wait_for(predicate, what: str, timeout: float = 120):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_a_task_runs_as_a_pod_named_after_its_attempt(k8s_cluster, k8s_server, code):
     name = run_remote(k8s_server, code, "k8s_flows.py", "where_wf")
     ex = _wait(k8s_server, name)
@@ -98,7 +74,7 @@ def test_a_task_runs_as_a_pod_named_after_its_attempt(k8s_cluster, k8s_server, c
     (attempt,) = node.task_executions
     assert [log.name for log in attempt.closure.logs] == ["Kubernetes Logs (User)"]
     # Finished pods are cleaned up.
-    _wait_for(lambda: not _pods(k8s_cluster, name), "the finished pod to be deleted")
+    wait_for(lambda: not _pods(k8s_cluster, name), "the finished pod to be deleted")
 
 
 def test_map_task_and_dynamic_workflow_run_a_pod_per_item(k8s_server, code):
@@ -133,7 +109,7 @@ def test_a_timeout_ends_the_attempt_and_deletes_its_pod(k8s_cluster, k8s_server,
     ex = _wait(k8s_server, name)
     assert ex.closure.phase == WorkflowExecutionPhase.FAILED
     assert "TimeoutExpired" in ex.closure.error.code + ex.closure.error.message, ex.closure.error
-    _wait_for(lambda: not _pods(k8s_cluster, name), "the timed-out pod to be deleted")
+    wait_for(lambda: not _pods(k8s_cluster, name), "the timed-out pod to be deleted")
 
 
 def test_terminate_deletes_the_pod_and_logs_stream_while_it_runs(k8s_cluster, k8s_server, code, folder):
@@ -146,7 +122,7 @@ def test_terminate_deletes_the_pod_and_logs_stream_while_it_runs(k8s_cluster, k8
         return [log.uri for n in ex.node_executions.values() for t in n.task_executions for log in t.closure.logs
                 if ex.closure.phase == WorkflowExecutionPhase.RUNNING and t.closure.phase == 2]  # RUNNING
 
-    (uri,) = _wait_for(log_link, "the running attempt's log link")
+    (uri,) = wait_for(log_link, "the running attempt's log link")
     with urllib.request.urlopen(uri, timeout=60) as stream:  # follows the running pod: lines keep coming
         ticks = []
         for line in stream:
@@ -158,16 +134,50 @@ def test_terminate_deletes_the_pod_and_logs_stream_while_it_runs(k8s_cluster, k8
     remote.terminate(remote.fetch_execution(name=name), "enough")
     ex = _wait(k8s_server, name)
     assert ex.closure.phase == WorkflowExecutionPhase.ABORTED
-    _wait_for(lambda: not _pods(k8s_cluster, name), "the aborted pod to be deleted")
+    wait_for(lambda: not _pods(k8s_cluster, name), "the aborted pod to be deleted")
 
 
 def test_a_restarted_server_adopts_the_running_pod(k8s_cluster, k8s_server, code, folder):
     marks = folder / "marks" / "restart"
     name = run_remote(k8s_server, code, "k8s_flows.py", "k8s_slow_wf", "--marker_dir", str(marks),
                       "--seconds", "8")
-    _wait_for(lambda: list(marks.glob("slow-*")) if marks.exists() else [], "the task to start in its pod")
+    wait_for(lambda: list(marks.glob("slow-*")) if marks.exists() else [], "the task to start in its pod")
     k8s_server.stop(sig=signal.SIGKILL)
     k8s_server.start()
     ex = _wait(k8s_server, name)
     assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
     assert len(list(marks.glob("slow-*"))) == 1  # one pod, adopted, never a second one
+
+
+def test_pods_in_flight_stay_under_the_cap(k8s_cluster, code, folder):
+    """A map task with no concurrency of its own: with max_pods_in_flight 2 the items wait in QUEUED for
+    room, never more than two of their pods exist unfinished at once, and the map still completes."""
+    from kubernetes import client, watch
+
+    server = make_server(folder / "capped", flytelite_config(k8s_cluster.kubeconfig, CHECKOUT,
+                                                             max_pods_in_flight=2))
+    server.start()
+    core = client.CoreV1Api(k8s_cluster.api_client())
+    try:
+        name = run_remote(server, code, "k8s_flows.py", "k8s_wide_map_wf", "--xs", "[1, 2, 3, 4, 5, 6]")
+        unfinished: set[str] = set()
+        most = 0
+        stream = watch.Watch().stream(core.list_namespaced_pod, f"{P}-{D}", label_selector=f"execution-id={name}",
+                                      timeout_seconds=240)
+        seen = set()
+        for event in stream:
+            pod = event["object"]
+            seen.add(pod.metadata.name)
+            if event["type"] != "DELETED" and pod.status.phase not in ("Succeeded", "Failed"):
+                unfinished.add(pod.metadata.name)
+            else:
+                unfinished.discard(pod.metadata.name)
+            most = max(most, len(unfinished))
+            if len(seen) == 7 and not unfinished:  # six items and the sum
+                break
+        ex = _wait(server, name)
+        assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
+        assert ex.outputs["o0"] == 91
+        assert most <= 2 and len(seen) == 7, (most, sorted(seen))
+    finally:
+        server.stop()

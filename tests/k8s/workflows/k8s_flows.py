@@ -94,3 +94,8 @@ def k8s_slow(marker_dir: str, seconds: int) -> int:
 @workflow
 def k8s_slow_wf(marker_dir: str, seconds: int) -> int:
     return k8s_slow(marker_dir=marker_dir, seconds=seconds)
+
+
+@workflow
+def k8s_wide_map_wf(xs: list[int]) -> int:
+    return k8s_sum(xs=map_task(k8s_square)(x=xs))
