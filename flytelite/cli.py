@@ -72,8 +72,9 @@ def _status(args: argparse.Namespace) -> int:
 
     ctx = _open_state(args)
     state = cluster_state(ctx, ctx.clock.now())
-    _print_table([("REPLICA", "ROLE", "HOST", "PID", "ADDRESS", "HEARTBEAT", "LEASES")] + [
-        (r.id, r.role, r.host, str(r.pid), r.address or "-", f"{r.heartbeat_age:.0f}s ago", str(r.leases))
+    _print_table([("REPLICA", "ROLE", "HOST", "PID", "ADDRESS", "HEARTBEAT", "QUEUE", "LEASES")] + [
+        (r.id, r.role, r.host, str(r.pid), r.address or "-", f"{r.heartbeat_age:.0f}s ago", str(r.queue_depth),
+         str(r.leases))
         for r in state.replicas])
     print(f"{len(state.replicas)} replica(s); {state.running} unfinished execution(s), "
           f"{state.unowned} waiting for an engine replica (no live lease)")

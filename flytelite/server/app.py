@@ -156,7 +156,8 @@ class FlyteliteServer:
         while True:
             await asyncio.sleep(interval)
             try:
-                await asyncio.to_thread(self.registry.heartbeat)
+                depth = len(self.engine.queue) if self.engine is not None else 0
+                await asyncio.to_thread(self.registry.heartbeat, depth)
             except Exception:  # noqa: BLE001 - the next beat may succeed
                 log.exception("replica heartbeat failed")
 

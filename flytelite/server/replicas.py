@@ -33,9 +33,10 @@ class ReplicaRegistry:
             s.merge(Replica(id=self.id, host=self.ctx.config.engine.machine, pid=os.getpid(), role=self.role,
                             address=address, started_at=now, heartbeat_at=now))
 
-    def heartbeat(self) -> None:
+    def heartbeat(self, queue_depth: int = 0) -> None:
         with self.ctx.db.session() as s:
-            s.execute(update(Replica).where(Replica.id == self.id).values(heartbeat_at=self.ctx.clock.now()))
+            s.execute(update(Replica).where(Replica.id == self.id)
+                      .values(heartbeat_at=self.ctx.clock.now(), queue_depth=queue_depth))
 
     def live_engines(self) -> int:
         """Engine replicas on this database whose heartbeat is younger than a lease, this one included."""
@@ -59,6 +60,7 @@ class ReplicaState:
     role: str
     address: str
     heartbeat_age: float
+    queue_depth: int
     leases: int
 
 
@@ -81,7 +83,7 @@ def cluster_state(ctx: Context, now: datetime) -> ClusterState:
         running = s.scalar(select(func.count()).select_from(FlyteWorkflow).where(FlyteWorkflow.done.is_(False))) or 0
         rows = s.scalars(select(Replica).order_by(Replica.started_at)).all()
     replicas = [ReplicaState(r.id, r.host, r.pid, r.role, r.address,
-                             (now - _aware(r.heartbeat_at, now)).total_seconds(), leases.get(r.id, 0)) for r in rows]
+                             (now - _aware(r.heartbeat_at, now)).total_seconds(), r.queue_depth, leases.get(r.id, 0)) for r in rows]
     leader = leader_of(ctx, SCHEDULER, now)
     return ClusterState(replicas, running - sum(leases.values()), running,
                         leader.owner if leader is not None else None)

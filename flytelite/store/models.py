@@ -212,6 +212,8 @@ class Replica(Base):
     address: Mapped[str] = mapped_column(String(255))
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # Executions waiting in its engine's work queue at the last heartbeat (0 for an API-only replica).
+    queue_depth: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class Leader(Base):
