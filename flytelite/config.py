@@ -47,9 +47,14 @@ class EngineConfig:
     # runs nothing and answers each attempt at once with zero values (propeller/plugins/noop.py), to
     # measure flytelite's own cost. Empty (the default) runs tasks for real. Never set it in a deployment.
     plugin_override: str = ""
+    # Where executions show besides the database: "" (nowhere) or "kubernetes" (each execution also a
+    # FlyteWorkflow object in its namespace, as on a Flyte cluster; see propeller/crd).
+    state: str = ""
 
     def __post_init__(self) -> None:
         self.machine = self.machine or socket.gethostname()
+        if self.state not in ("", "kubernetes"):
+            raise ValueError(f"engine.state must be empty or 'kubernetes', not {self.state!r}")
         if self.lease_seconds <= 0:
             raise ValueError(f"engine.lease_seconds must be more than 0, not {self.lease_seconds}")
         if self.warm_pool_size < 0:

@@ -47,10 +47,13 @@ def python_host_paths(project: Path | None = None) -> list[str]:
     return paths
 
 
-def flytelite_config(kubeconfig: Path, project: Path, *mounts: Path, **kubernetes) -> str:
+def flytelite_config(kubeconfig: Path, project: Path, *mounts: Path, engine: dict | None = None,
+                     **kubernetes) -> str:
     """YAML for a flytelite server whose python tasks run as pods of TASK_IMAGE on this cluster: the pods
-    run this process's Python environment (`project` holds it) through hostPath mounts, plus `mounts`."""
+    run this process's Python environment (`project` holds it) through hostPath mounts, plus `mounts`;
+    `engine` and `kubernetes` add to those config sections."""
     return yaml.safe_dump({
+        "engine": engine or {},
         "plugins": {"python-task": "kubernetes"},
         "kubernetes": {
             "kubeconfig": str(kubeconfig), "images": {"default": TASK_IMAGE}, "image_pull_policy": "Never",

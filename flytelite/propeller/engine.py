@@ -46,9 +46,14 @@ class Engine:
         self.plugins = plugins if plugins is not None else default_plugins(ctx)
         self.handlers = handlers if handlers is not None else default_handlers(self.plugins)
         self.queue = WorkQueue()
+        self.mirror = None
+        if cfg.state == "kubernetes":
+            from flytelite.propeller.crd.mirror import FlyteWorkflowMirror
+
+            self.mirror = FlyteWorkflowMirror(ctx)
         self.executor = WorkflowExecutor(
             ctx, EventRecorder(sink, ctx.clock), NodeExecutor(self.handlers, cfg.max_system_retries), self._wake,
-            clients=clients, leases=self.leases,
+            clients=clients, leases=self.leases, mirror=self.mirror,
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._threads: ThreadPoolExecutor | None = None
@@ -64,6 +69,8 @@ class Engine:
         self._loop = loop
         self.plugins.setup(loop)
         self.handlers.setup()
+        if self.mirror is not None:
+            await loop.run_in_executor(self._threads, self.mirror.start)
         for key in await loop.run_in_executor(self._threads, self._claim_all):
             self.queue.add(key)
         for key in self._pending:
@@ -82,6 +89,8 @@ class Engine:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
         self.plugins.close()
+        if self.mirror is not None:
+            self.mirror.stop()
         if self._threads is not None:
             self._threads.shutdown(wait=True)
         try:

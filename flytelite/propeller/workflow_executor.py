@@ -49,10 +49,12 @@ class RoundResult:
 class WorkflowExecutor:
     def __init__(self, ctx: Context, events: EventRecorder, nodes: NodeExecutor,
                  wake: Callable[[ExecutionKey, float | None], None], clients: AdminClients | None = None,
-                 leases: Leases | None = None):
-        """With `leases`, every status write is fenced by this replica's lease (LeaseLost otherwise)."""
+                 leases: Leases | None = None, mirror=None):
+        """With `leases`, every status write is fenced by this replica's lease (LeaseLost otherwise); a
+        `mirror` (propeller/crd) is told each persisted status."""
         self.ctx = ctx
         self.leases = leases
+        self.mirror = mirror
         self.clients = clients if clients is not None else unconnected()
         self.events = events
         self.nodes = nodes
@@ -95,6 +97,8 @@ class WorkflowExecutor:
             if text != persisted or done:
                 self._persist(key, text, done)
                 persisted = text
+                if self.mirror is not None:
+                    self.mirror.persisted(key, workflow, spec, text)
             if done:
                 self._workflows.pop(key, None)
                 self._wake_parent(key, spec)

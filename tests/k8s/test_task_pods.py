@@ -5,6 +5,7 @@ through hostPath mounts (the skeleton task image) and reach the local blob store
 from __future__ import annotations
 
 import signal
+import subprocess
 import urllib.request
 from datetime import timedelta
 from pathlib import Path
@@ -15,7 +16,7 @@ from flytekit.models.core.execution import WorkflowExecutionPhase
 from flytekit.remote import FlyteRemote
 
 from flytelite.testing import make_server
-from flytelite.testing_k8s import flytelite_config
+from flytelite.testing_k8s import cache_dir, flytelite_config
 from tests.e2e.flyte_cli import copy_workflows, run_remote, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -34,7 +35,8 @@ def folder(tmp_path_factory):
 def k8s_server(k8s_cluster, folder):
     marks = folder / "marks"
     marks.mkdir()
-    server = make_server(folder / "server", flytelite_config(k8s_cluster.kubeconfig, CHECKOUT, marks))
+    server = make_server(folder / "server", flytelite_config(k8s_cluster.kubeconfig, CHECKOUT, marks,
+                                                             engine={"state": "kubernetes"}))
     server.start()
     yield server
     if server.proc is not None:
@@ -75,6 +77,29 @@ def test_a_task_runs_as_a_pod_named_after_its_attempt(k8s_cluster, k8s_server, c
     assert [log.name for log in attempt.closure.logs] == ["Kubernetes Logs (User)"]
     # Finished pods are cleaned up.
     wait_for(lambda: not _pods(k8s_cluster, name), "the finished pod to be deleted")
+
+
+def test_each_execution_is_also_a_flyteworkflow_object(k8s_cluster, k8s_server, code):
+    """engine.state: kubernetes: `kubectl get flyteworkflows` shows the execution and its phase."""
+    from kubernetes import client
+
+    name = run_remote(k8s_server, code, "k8s_flows.py", "where_wf")
+    assert _wait(k8s_server, name).closure.phase == WorkflowExecutionPhase.SUCCEEDED
+    custom = client.CustomObjectsApi(k8s_cluster.api_client())
+
+    def finished():
+        obj = custom.get_namespaced_custom_object("flyte.lyft.com", "v1alpha1", f"{P}-{D}", "flyteworkflows", name)
+        return obj if obj["status"]["phase"] == 3 else None
+
+    obj = wait_for(finished, "the FlyteWorkflow object to show the execution succeeded")
+    assert obj["spec"]["id"] == f"{P}:{D}:k8s_flows.where_wf"
+    assert obj["status"]["nodeStatus"]["n0"]["phase"] == 5  # Succeeded, in FlytePropeller's numbering
+    assert obj["spec"]["nodes"]["n0"]["task"] in obj["tasks"]
+    assert obj["metadata"]["labels"]["termination-status"] == "terminated"
+    listed = subprocess.run([str(cache_dir() / "bin" / "kubectl"), "--kubeconfig", str(k8s_cluster.kubeconfig),
+                             "get", "flyteworkflows", "-n", f"{P}-{D}", name], capture_output=True, text=True,
+                            timeout=60)
+    assert listed.returncode == 0 and "Succeeded" in listed.stdout, listed.stdout + listed.stderr
 
 
 def test_map_task_and_dynamic_workflow_run_a_pod_per_item(k8s_server, code):
