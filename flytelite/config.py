@@ -167,6 +167,9 @@ class KubernetesConfig:
     # Host folders mounted into every pod at the same path (a single-node cluster on the server's machine:
     # the task interpreter's environment; a local blob store is mounted by itself).
     host_mounts: list[str] = field(default_factory=list)
+    # Run pods in the node's network (FlytePropeller's enable-host-networking-pod): on a single-node cluster,
+    # pods then reach services on the machine's localhost, such as an S3 server.
+    host_network: bool = False
     # Delete finished pods (FlytePropeller keeps them until the FlyteWorkflow goes); keep failed ones to read.
     delete_finished_pods: bool = True
     keep_failed_pods: bool = False

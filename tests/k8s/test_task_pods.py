@@ -206,3 +206,23 @@ def test_pods_in_flight_stay_under_the_cap(k8s_cluster, code, folder):
         assert most <= 2 and len(seen) == 7, (most, sorted(seen))
     finally:
         server.stop()
+
+
+def test_pods_read_and_write_an_s3_store(k8s_cluster, s3, code, folder):
+    """The multi-node way: the blob store is S3 (moto's server on this machine, which host-network pods
+    reach), nothing of the store is mounted, and the pods read inputs and write outputs in the bucket."""
+    config = flytelite_config(k8s_cluster.kubeconfig, CHECKOUT, host_network=True) + s3.server_config("pods")
+    server = make_server(folder / "s3-pods", config)
+    with open(server.config_path, "a") as f:
+        f.write(s3.client_config())
+    server.start()
+    try:
+        name = run_remote(server, code, "k8s_flows.py", "k8s_map_wf", "--xs", "[1, 2, 3]")
+        ex = _wait(server, name)
+        assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
+        assert ex.outputs["o0"] == 14
+        listed = s3.client().list_objects_v2(Bucket=s3.bucket, Prefix=f"pods/metadata/propeller/{P}-{D}-{name}/")
+        keys = [o["Key"] for o in listed.get("Contents", [])]
+        assert any(k.endswith("/outputs.pb") for k in keys), keys
+    finally:
+        server.stop()

@@ -73,6 +73,9 @@ def build_pod(tctx: TaskExecutionContext, cfg: KubernetesConfig, render: Render,
     primary.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
     primary["env"] = _env_list({**cfg.env, **env}, primary.get("env", []))
     spec["restartPolicy"] = spec.get("restartPolicy") or "Never"
+    if cfg.host_network and "hostNetwork" not in spec:
+        spec["hostNetwork"] = True
+        spec["dnsPolicy"] = "ClusterFirstWithHostNet"
     service_account = tctx.spec.service_account or cfg.service_account
     if service_account and not spec.get("serviceAccountName"):
         spec["serviceAccountName"] = service_account
