@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -36,6 +37,30 @@ def _replica(folder: Path, home: Path, role: str, config: str = CONFIG):
     server = make_server(folder, config, home=home)
     server.role = role
     return server
+
+
+@contextmanager
+def _api_and_engine(tmp_path: Path, api_config: str, engine_config: str):
+    """An API-only and an engine-only replica on one home; `{api_port}` in engine_config is the API's port."""
+    home = tmp_path / "shared-home"
+    api = _replica(tmp_path / "api", home, "api", api_config)
+    engine = _replica(tmp_path / "engine", home, "engine", engine_config.format(api_port=api.port))
+    api.start()
+    try:
+        engine.start()
+        try:
+            yield api, engine
+        finally:
+            engine.stop()
+    finally:
+        api.stop()
+
+
+def _finished(server, name: str, sync_nodes: bool = False):
+    remote = FlyteRemote(FlyteConfig.auto(str(server.config_path)), default_project="flytesnacks",
+                         default_domain="development")
+    return remote.wait(remote.fetch_execution(name=name), timeout=timedelta(seconds=180),
+                       poll_interval=timedelta(seconds=0.5), sync_nodes=sync_nodes)
 
 
 def _status(home: Path) -> str:
@@ -105,49 +130,23 @@ def test_on_postgresql_a_new_execution_reaches_an_engine_replica_through_notify(
     finishing proves the wake-up crossed processes."""
     if not os.environ.get(PG_ENV):
         pytest.skip("LISTEN/NOTIFY is PostgreSQL's; run with --db=postgresql")
-    home = tmp_path / "shared-home"
     config = "engine:\n  resync_seconds: 3600\n  lease_seconds: 10800\n"
-    api = make_server(tmp_path / "api", config, home=home)
-    engine = make_server(tmp_path / "engine", config, home=home)
-    api.role, engine.role = "api", "engine"
-    api.start()
-    engine.start()
-    try:
-        code = copy_workflows(tmp_path / "wf", "hello.py")
-        name = run_remote(api, code, "hello.py", "hello_wf")
-        remote = FlyteRemote(FlyteConfig.auto(str(api.config_path)), default_project="flytesnacks",
-                             default_domain="development")
-        ex = remote.wait(remote.fetch_execution(name=name), timeout=timedelta(seconds=180),
-                         poll_interval=timedelta(seconds=0.5))
+    with _api_and_engine(tmp_path, config, config) as (api, _):
+        name = run_remote(api, copy_workflows(tmp_path / "wf", "hello.py"), "hello.py", "hello_wf")
+        ex = _finished(api, name)
         assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
-    finally:
-        api.stop()
-        engine.stop()
 
 
 def test_an_engine_replica_gives_tasks_the_public_url_of_the_api(tmp_path):
     """`public_url` tells an engine-only replica (which serves no port) where the API is: its task
     processes call it and its log links point there."""
-    home = tmp_path / "shared-home"
-    api = make_server(tmp_path / "api", CONFIG, home=home)
-    engine = make_server(tmp_path / "engine", CONFIG + f"public_url: http://localhost:{api.port}/\n", home=home)
-    api.role, engine.role = "api", "engine"
-    api.start()
-    engine.start()
-    try:
-        code = copy_workflows(tmp_path / "wf", "platform_env.py")
-        name = run_remote(api, code, "platform_env.py", "platform_wf")
-        remote = FlyteRemote(FlyteConfig.auto(str(api.config_path)), default_project="flytesnacks",
-                             default_domain="development")
-        ex = remote.wait(remote.fetch_execution(name=name), timeout=timedelta(seconds=180),
-                         poll_interval=timedelta(seconds=0.5), sync_nodes=True)
+    with _api_and_engine(tmp_path, CONFIG, CONFIG + "public_url: http://localhost:{api_port}/\n") as (api, _):
+        name = run_remote(api, copy_workflows(tmp_path / "wf", "platform_env.py"), "platform_env.py", "platform_wf")
+        ex = _finished(api, name, sync_nodes=True)
         assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
         assert ex.outputs["o0"] == f"localhost:{api.port}"
         logs = [log.uri for node in ex.node_executions.values() for t in node.task_executions for log in t.closure.logs]
         assert logs and all(uri.startswith(f"http://localhost:{api.port}/logs/") for uri in logs), logs
-    finally:
-        api.stop()
-        engine.stop()
 
 
 EVERY_3S = 'Schedule("when", cron_schedule=Schedule.CronSchedule("@every 3s", None))'

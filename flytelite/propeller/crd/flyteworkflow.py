@@ -146,22 +146,21 @@ def _workflow_spec(compiled: compiler_pb2.CompiledWorkflow) -> dict:
     return spec
 
 
-def _node_status(status: NodeStatus) -> dict:
-    out: dict[str, Any] = {}
-    if status.phase:
-        out["phase"] = int(status.phase)
-    for key, value in (("queuedAt", status.queued_at), ("startedAt", status.started_at),
-                       ("stoppedAt", status.stopped_at), ("laStartedAt", status.last_attempt_started_at)):
-        if value:
-            out[key] = value
+def _common(out: dict, status: NodeStatus | WorkflowStatus, **fields) -> dict:
+    """`out` with the fields that are set, the message (cut as FlytePropeller cuts it) and the error."""
+    out.update({k: v for k, v in fields.items() if v})
     if status.message:
         out["message"] = status.message[:MAX_MESSAGE]
-    if status.attempts:
-        out["attempts"] = status.attempts
-    if status.system_failures:
-        out["systemFailures"] = status.system_failures
     if status.error is not None:
         out["error"] = _proto(status.error.to_proto())
+    return out
+
+
+def _node_status(status: NodeStatus) -> dict:
+    out = _common({"phase": int(status.phase)} if status.phase else {}, status,
+                  queuedAt=status.queued_at, startedAt=status.started_at, stoppedAt=status.stopped_at,
+                  laStartedAt=status.last_attempt_started_at, attempts=status.attempts,
+                  systemFailures=status.system_failures)
     if status.sub_nodes:
         out["subNodeStatus"] = {k: _node_status(v) for k, v in status.sub_nodes.items()}
     if status.branch_taken:
@@ -170,20 +169,8 @@ def _node_status(status: NodeStatus) -> dict:
 
 
 def status_json(status: WorkflowStatus) -> dict:
-    out: dict[str, Any] = {"phase": int(status.phase)}
-    for key, value in (("startedAt", status.started_at), ("stoppedAt", status.stopped_at)):
-        if value:
-            out[key] = value
-    if status.message:
-        out["message"] = status.message[:MAX_MESSAGE]
-    if status.data_dir:
-        out["dataDir"] = status.data_dir
-    if status.output_uri:
-        out["outputRef"] = status.output_uri
-    if status.failed_attempts:
-        out["failedAttempts"] = status.failed_attempts
-    if status.error is not None:
-        out["error"] = _proto(status.error.to_proto())
+    out = _common({"phase": int(status.phase)}, status, startedAt=status.started_at, stoppedAt=status.stopped_at,
+                  dataDir=status.data_dir, outputRef=status.output_uri, failedAttempts=status.failed_attempts)
     out["nodeStatus"] = {k: _node_status(v) for k, v in status.nodes.items()}
     out["defVersion"] = 1
     return out
