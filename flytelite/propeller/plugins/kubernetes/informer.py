@@ -24,7 +24,7 @@ from flytelite.propeller.plugins.kubernetes.names import MANAGED_LABEL
 log = logging.getLogger(__name__)
 
 SELECTOR = f"{MANAGED_LABEL}=true"
-# A watch request ends after this long and is resumed; it also bounds how long stop() waits.
+# A watch request ends after this long and is resumed.
 WATCH_SECONDS = 20
 RETRY_SECONDS = 1.0
 PodKey = tuple[str, str]  # (namespace, name)
@@ -52,11 +52,13 @@ class PodInformer:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop watching. The thread ends at the next event or when its watch request ends (it is a daemon:
+        a stopping server does not wait for it)."""
         self._stopping.set()
         if self._watch is not None:
             self._watch.stop()
         if self._thread is not None:
-            self._thread.join(timeout=WATCH_SECONDS + 5)
+            self._thread.join(timeout=1)
 
     def wait_synced(self, timeout: float) -> bool:
         return self._synced.wait(timeout)
