@@ -57,7 +57,8 @@ class KubernetesPlugin(Plugin):
         self._wakes: dict[PodKey, object] = {}
         # Pods created and not yet seen finished (the max_pods_in_flight count).
         self._in_flight: set[PodKey] = set()
-        self._waiting_for_room: list[object] = []
+        # Attempts waiting for room under max_pods_in_flight, by pod name: woken when a pod finishes.
+        self._waiting_for_room: dict[str, object] = {}
         self._namespaces: set[str] = set()
 
     def setup(self, loop) -> None:
@@ -95,7 +96,7 @@ class KubernetesPlugin(Plugin):
         cap = self.cfg.max_pods_in_flight
         with self._lock:
             if cap and len(self._in_flight) >= cap:
-                self._waiting_for_room.append(tctx.wake)
+                self._waiting_for_room[names.pod_name(tctx.key, tctx.node_id, tctx.attempt)] = tctx.wake
                 return PluginPhaseInfo(
                     PluginPhase.QUEUED, version=1, poll_after=ROOM_POLL_SECONDS,
                     reason=f"waiting for room: {len(self._in_flight)} pods are unfinished "
@@ -241,7 +242,7 @@ class KubernetesPlugin(Plugin):
             wake = self._wakes.get(key)
             if finished and key in self._in_flight:
                 self._in_flight.discard(key)
-                waiting, self._waiting_for_room = self._waiting_for_room, []
+                waiting, self._waiting_for_room = list(self._waiting_for_room.values()), {}
             else:
                 waiting = []
             if not finished and pod is not None and key not in self._in_flight and _managed_here(pod):
