@@ -153,10 +153,13 @@ class KubernetesConfig:
     # "default" for every image not listed.
     images: dict[str, str] = field(default_factory=dict)
     image_pull_policy: str = "IfNotPresent"
-    # Requests of a task that names none (its limit, when it names one, otherwise): FlytePropeller's
-    # default-cpus / default-memory are 1000m / 1024Mi; a laptop's cluster fits more pods with less.
+    # Requests of a task that names none (its limit, when it names one, otherwise); a missing limit is the
+    # request, as FlytePropeller sets it, except for CPU: a task that names no CPU gets default_cpu_limit
+    # (empty: none, so it may use idle cores; FlytePropeller would cap it at its request). FlytePropeller's
+    # default-cpus / default-memory are 1000m / 1024Mi; small requests fit more pods on a laptop's cluster.
     default_cpu: str = "100m"
-    default_memory: str = "256Mi"
+    default_cpu_limit: str = ""
+    default_memory: str = "1Gi"
     # Service account of pods whose execution names none (empty: the namespace's default).
     service_account: str = ""
     # What interruptible attempts get (FlytePropeller's interruptible-tolerations / -node-selector).

@@ -79,11 +79,15 @@ def test_the_primary_container_runs_the_task_as_flytepropeller_renders_it(tasks)
 
 
 def test_defaults_fill_missing_requests_and_limits(tasks):
-    pod = pods.build_pod(_tctx(tasks["named_template"]), KubernetesConfig(default_cpu="1", default_memory="1Gi"),
-                         _render, {}, "ns")
+    cfg = KubernetesConfig(default_cpu="250m", default_memory="1Gi")
+    pod = pods.build_pod(_tctx(tasks["named_template"]), cfg, _render, {}, "ns")
     resources = pod["spec"]["containers"][0]["resources"]
-    assert resources == {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+    # No CPU named: the default request and no CPU limit (the pod may use idle cores); memory as Flyte.
+    assert resources == {"requests": {"cpu": "250m", "memory": "1Gi"}, "limits": {"memory": "1Gi"}}
     assert "tolerations" not in pod["spec"]
+    cfg.default_cpu_limit = "2"
+    pod = pods.build_pod(_tctx(tasks["named_template"]), cfg, _render, {}, "ns")
+    assert pod["spec"]["containers"][0]["resources"]["limits"] == {"cpu": "2", "memory": "1Gi"}
 
 
 def test_a_tasks_pod_template_and_a_named_template_merge_as_in_flyte(tasks):

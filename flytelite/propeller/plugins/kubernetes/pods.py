@@ -128,7 +128,8 @@ def _deep_merge(base: Any, over: Any) -> Any:
 
 
 def _resources(resources: tasks_pb2.Resources, existing: dict | None, cfg: KubernetesConfig) -> dict:
-    """Requests and limits as FlytePropeller's AdjustOrDefaultResource sets them."""
+    """Requests and limits as FlytePropeller's AdjustOrDefaultResource sets them, except the CPU limit of a
+    task that names no CPU: `kubernetes.default_cpu_limit` (none by default)."""
     requests = dict((existing or {}).get("requests", {}))
     limits = dict((existing or {}).get("limits", {}))
     for entry in resources.requests:
@@ -137,9 +138,16 @@ def _resources(resources: tasks_pb2.Resources, existing: dict | None, cfg: Kuber
     for entry in resources.limits:
         if entry.name in _RESOURCE_NAMES and entry.value:
             limits[_RESOURCE_NAMES[entry.name]] = entry.value
+    named_cpu = bool(requests.get("cpu") or limits.get("cpu"))
     for name, default in (("cpu", cfg.default_cpu), ("memory", cfg.default_memory)):
         requests[name] = requests.get(name) or limits.get(name) or default
         limits.setdefault(name, requests[name])
+    if not named_cpu:
+        # A task that names no CPU gets the default request and the default limit (none: it may use idle cores).
+        if cfg.default_cpu_limit:
+            limits["cpu"] = cfg.default_cpu_limit
+        else:
+            del limits["cpu"]
     for name in ("nvidia.com/gpu", "ephemeral-storage"):
         if name in requests or name in limits:
             requests[name] = requests.get(name) or limits[name]
