@@ -7,6 +7,10 @@ from kubernetes import config as kube_config
 
 from flytelite.config import KubernetesConfig
 
+# Every pod flytelite creates carries this label: the plugin's informer watches pods by it, and the console
+# serves the logs of such pods only.
+MANAGED_LABEL = "flytelite.io/managed"
+
 
 def core_api(cfg: KubernetesConfig) -> client.CoreV1Api:
     """CoreV1Api from the kubeconfig file, or from the pod's service account when none is configured."""

@@ -23,7 +23,6 @@ from flytelite.console import actions, entity_pages, list_pages, views
 from flytelite.console.execution_page import execution_page
 from flytelite.console.layout import DEFAULT_DOMAIN, esc, layout, not_found_page
 from flytelite.console.logs import log_endpoint
-from flytelite.console.pod_logs import pod_log_endpoint
 from flytelite.console.rest import rest_routes, unknown_api
 from flytelite.console.transfer import Transfers
 from flytelite.context import Context
@@ -104,11 +103,19 @@ def build_app(ctx: Context) -> Starlette:
         Route(base + "/{kind}/{name}", page(entity)),
         Route("/console/{rest:path}", unknown),
         Route("/logs/{path:path}", log_endpoint(ctx)),
-        *([Route("/k8s/logs/{namespace}/{pod}", pod_log_endpoint(ctx.config.kubernetes))]
-          if ctx.config.uses_kubernetes else []),
+        *_pod_log_routes(ctx),
         Route(UPLOAD_ROUTE + "/{token}", transfers.put, methods=["PUT"]),
         Route(DOWNLOAD_ROUTE + "/{token}/{filename:path}", transfers.get, methods=["GET"]),
     ])
+
+
+def _pod_log_routes(ctx: Context) -> list[Route]:
+    """The pods' log links, when tasks run as pods (the kubernetes client is imported only then)."""
+    if not ctx.config.uses_kubernetes:
+        return []
+    from flytelite.console.pod_logs import pod_log_endpoint
+
+    return [Route("/k8s/logs/{namespace}/{pod}", pod_log_endpoint(ctx.config.kubernetes))]
 
 
 def blob_link(ctx: Context, signed: SignedBlobs):

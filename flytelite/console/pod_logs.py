@@ -14,9 +14,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
 from flytelite.config import KubernetesConfig
-from flytelite.kubeclient import core_api
+from flytelite.kubeclient import MANAGED_LABEL, core_api
 
-MANAGED_LABEL = "flytelite.io/managed"
 CHUNK_BYTES = 64 * 1024
 
 

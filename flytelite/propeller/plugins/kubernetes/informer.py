@@ -19,7 +19,7 @@ from collections.abc import Callable
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from flytelite.propeller.plugins.kubernetes.names import MANAGED_LABEL
+from flytelite.kubeclient import MANAGED_LABEL
 
 log = logging.getLogger(__name__)
 

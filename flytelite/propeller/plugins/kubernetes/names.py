@@ -15,8 +15,6 @@ import re
 from flytelite.context import ExecutionKey
 
 MAX_GENERATED_NAME = 50
-# Every pod flytelite creates carries this label; the informer watches pods by it.
-MANAGED_LABEL = "flytelite.io/managed"
 ATTEMPT_LABEL = "flytelite.io/attempt"
 _BASE32 = "abcdefghijklmnopqrstuvwxyz123456"
 _NOT_DNS = re.compile(r"[^a-z0-9.-]+")

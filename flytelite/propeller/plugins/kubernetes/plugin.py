@@ -20,7 +20,7 @@ from flyteidl.core import execution_pb2
 from kubernetes.client.exceptions import ApiException
 
 from flytelite.context import Context
-from flytelite.kubeclient import core_api
+from flytelite.kubeclient import MANAGED_LABEL, core_api
 from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
 from flytelite.propeller.plugins.environment import flyte_task_env
 from flytelite.propeller.plugins.kubernetes import names, phases, pods
@@ -254,7 +254,7 @@ class KubernetesPlugin(Plugin):
 
 
 def _managed_here(pod: dict) -> bool:
-    return (pod.get("metadata", {}).get("labels") or {}).get(names.MANAGED_LABEL) == "true"
+    return (pod.get("metadata", {}).get("labels") or {}).get(MANAGED_LABEL) == "true"
 
 
 def _json(response) -> dict:

@@ -21,6 +21,7 @@ from flyteidl.core import security_pb2, tasks_pb2
 from google.protobuf.json_format import MessageToDict
 
 from flytelite.config import KubernetesConfig
+from flytelite.kubeclient import MANAGED_LABEL
 from flytelite.propeller.plugins.core import TaskExecutionContext
 from flytelite.propeller.plugins.kubernetes import names
 
@@ -180,7 +181,7 @@ def _metadata(tctx: TaskExecutionContext, name: str, namespace: str, primary_nam
         "domain": names.label_value(domain), "workflow-name": names.label_value(workflow),
         "node-id": names.label_value(tctx.node_id), "task-name": names.label_value(task.id.name),
         "interruptible": "true" if interruptible else "false",
-        names.MANAGED_LABEL: "true", names.ATTEMPT_LABEL: str(tctx.attempt),
+        MANAGED_LABEL: "true", names.ATTEMPT_LABEL: str(tctx.attempt),
     }
     if len(task.security_context.secrets):
         labels["inject-flyte-secrets"] = "true"
