@@ -14,13 +14,11 @@ from pathlib import Path
 
 import grpc
 import pytest
-from flytekit.configuration import Config as FlyteConfig
 from flytekit.models.core.execution import WorkflowExecutionPhase
 from flytekit.models.core.identifier import Identifier, ResourceType
-from flytekit.remote import FlyteRemote
 
 from flytelite.testing import PG_ENV, make_server
-from tests.e2e.flyte_cli import copy_workflows, pyflyte
+from tests.e2e.flyte_cli import copy_workflows, pyflyte, remote_for
 from tests.scheduler.test_schedule_e2e import scheduled_at, scheduled_executions
 
 pytestmark = pytest.mark.e2e
@@ -34,28 +32,24 @@ TERMINAL = {WorkflowExecutionPhase.SUCCEEDED, WorkflowExecutionPhase.FAILED, Wor
             WorkflowExecutionPhase.TIMED_OUT}
 
 
-def _remote(server) -> FlyteRemote:
-    return FlyteRemote(FlyteConfig.auto(str(server.config_path)), default_project=P, default_domain=D)
-
-
 def _with_live(replicas, call, timeout: float = 60):
     """`call(remote)` on a replica that is up: one may be down or just restarting."""
     deadline = time.monotonic() + timeout
     while True:
         live = [r for r in replicas if r.proc is not None]
         try:
-            return call(_remote(random.choice(live)))
+            return call(remote_for(random.choice(live)))
         except (grpc.RpcError, ConnectionError, OSError):
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.3)
 
 
-def _launch(remote: FlyteRemote, tmp_path: Path) -> list[tuple[str, str, object]]:
+def _launch(remote, tmp_path: Path) -> list[tuple[str, str, object]]:
     """The 50 executions: (execution name, kind, expected output); each with a marker folder of its own."""
     plans = {kind: remote.fetch_launch_plan(name=f"replica_mix.mix_{kind}", version=VERSION)
              for kind in ("chain", "map", "dynamic", "cache", "gate")}
-    todo = ([("chain", {}, 4)] * 20 + [("map", {"xs": [0, 1, 2, 3, 4]}, [0, 1, 4, 9, 16])] * 8
+    todo = ([("chain", {"seconds": 2.0}, 4)] * 20 + [("map", {"xs": [0, 1, 2, 3, 4]}, [0, 1, 4, 9, 16])] * 8
             + [("dynamic", {"n": 3}, [1, 2, 3])] * 8 + [("gate", {}, 8)] * 6)
     todo += [("cache", {"x": i % 2}, (i % 2) * 100) for i in range(8)]
     launched = []
@@ -112,7 +106,7 @@ def test_three_replicas_under_sigkills_run_every_execution_once(tmp_path, s3):
         code = copy_workflows(tmp_path / "wf", "replica_mix.py")
         pyflyte(replicas[0], "register", "--project", P, "--domain", D, "--version", VERSION,
                 "--activate-launchplans", "replica_mix.py", cwd=code)
-        launched = _launch(_remote(replicas[1]), tmp_path)
+        launched = _launch(remote_for(replicas[1]), tmp_path)
         gates = [name for name, kind, _ in launched if kind == "gate"]
         happened = _kill_loop(replicas, random.Random(SEED), gates)
         running = _with_live(replicas, lambda r: sum(
@@ -122,7 +116,7 @@ def test_three_replicas_under_sigkills_run_every_execution_once(tmp_path, s3):
         _with_live(replicas, lambda r: r.deactivate_launchplan(schedule))
         finished = _wait_all(replicas, [name for name, _, _ in launched])
 
-        remote = _remote(replicas[0])
+        remote = remote_for(replicas[0])
         for name, _, expected in launched:
             ex = remote.sync_execution(finished[name], sync_nodes=True)
             assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, (name, ex.error, happened)

@@ -177,7 +177,11 @@ class TaskHandler(NodeHandler):
 
 def _cache_run(nctx: NodeExecutionContext) -> task_cache.CacheRun:
     rnd = nctx.round
-    heartbeat = min(rnd.ctx.config.engine.resync_seconds, MAX_HEARTBEAT_INTERVAL.total_seconds())
+    engine = rnd.ctx.config.engine
+    # A reservation lasts three heartbeats: at least half a lease each, so that a reservation of a replica
+    # that died outlives the takeover of its execution (lease expiry plus a sweep) and the new owner keeps
+    # it, instead of letting another execution compute the same key again.
+    heartbeat = min(max(engine.resync_seconds, engine.lease_seconds / 2), MAX_HEARTBEAT_INTERVAL.total_seconds())
     return task_cache.CacheRun(
         ctx=rnd.ctx, task=nctx.task, outputs_uri=nctx.outputs_uri, execution_id=rnd.exec_id,
         inputs=nctx.read_inputs,  # an array item's own values, not the array node's lists
