@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kubernetes import client
 from kubernetes import config as kube_config
+from kubernetes.client.exceptions import ApiException
 
 from flytelite.config import KubernetesConfig
 
@@ -19,3 +20,21 @@ def core_api(cfg: KubernetesConfig) -> client.CoreV1Api:
                                                                    context=cfg.context or None))
     kube_config.load_incluster_config()
     return client.CoreV1Api(client.ApiClient())
+
+
+class Namespaces:
+    """Creates a namespace the first time it is needed (once per process; one that exists is fine)."""
+
+    def __init__(self, api: client.CoreV1Api, create: bool = True):
+        self.api, self.create = api, create
+        self._known: set[str] = set()
+
+    def ensure(self, name: str) -> None:
+        if name in self._known or not self.create:
+            return
+        try:
+            self.api.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        except ApiException as e:
+            if e.status != 409:
+                raise
+        self._known.add(name)

@@ -50,3 +50,11 @@ def wait_for(predicate, what: str, timeout: float = 120):
             return value
         time.sleep(0.2)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def remote_for(server, project: str = "flytesnacks", domain: str = "development"):
+    """A FlyteRemote on `server` through its flytekit config file."""
+    from flytekit.configuration import Config as FlyteConfig
+    from flytekit.remote import FlyteRemote
+
+    return FlyteRemote(FlyteConfig.auto(str(server.config_path)), default_project=project, default_domain=domain)

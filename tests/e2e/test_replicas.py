@@ -18,12 +18,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from flytekit.configuration import Config as FlyteConfig
 from flytekit.models.core.execution import WorkflowExecutionPhase
-from flytekit.remote import FlyteRemote
 
 from flytelite.testing import PG_ENV, config_args_for, make_server
-from tests.e2e.flyte_cli import copy_workflows, run_remote, wait_for
+from tests.e2e.flyte_cli import copy_workflows, remote_for, run_remote, wait_for
 from tests.scheduler.test_schedule_e2e import register_scheduled, scheduled_at, scheduled_executions
 
 pytestmark = pytest.mark.e2e
@@ -57,8 +55,7 @@ def _api_and_engine(tmp_path: Path, api_config: str, engine_config: str):
 
 
 def _finished(server, name: str, sync_nodes: bool = False):
-    remote = FlyteRemote(FlyteConfig.auto(str(server.config_path)), default_project="flytesnacks",
-                         default_domain="development")
+    remote = remote_for(server)
     return remote.wait(remote.fetch_execution(name=name), timeout=timedelta(seconds=180),
                        poll_interval=timedelta(seconds=0.5), sync_nodes=sync_nodes)
 
@@ -103,8 +100,7 @@ def test_engine_replicas_share_executions_and_take_over_from_a_dead_one(tmp_path
         assert moved > 0, leases
         victim.stop(sig=9)
         killed_at = time.monotonic()
-        remote = FlyteRemote(FlyteConfig.auto(str(api.config_path)), default_project="flytesnacks",
-                             default_domain="development")
+        remote = remote_for(api)
         for name in names:
             ex = remote.wait(remote.fetch_execution(name=name), timeout=timedelta(seconds=180),
                              poll_interval=timedelta(seconds=0.5))
@@ -172,8 +168,7 @@ def test_one_engine_replica_leads_the_scheduler_and_another_takes_over_when_it_d
         survivor = next(e for e in engines if e is not leader)
         survivor_id = next(rid for rid, pid in pids.items() if pid == survivor.proc.pid)
 
-        remote = FlyteRemote(FlyteConfig.auto(str(api.config_path)), default_project="flytesnacks",
-                             default_domain="development")
+        remote = remote_for(api)
         name = register_scheduled(api, tmp_path / "proj", EVERY_3S)
         wait_for(lambda: len(scheduled_executions(remote, name)) >= 3, "three slots from the first leader", 90)
         assert not LAUNCHED.search(survivor.log_text()), "an engine replica that does not lead launched"

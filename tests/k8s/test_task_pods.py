@@ -11,13 +11,11 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from flytekit.configuration import Config as FlyteConfig
 from flytekit.models.core.execution import WorkflowExecutionPhase
-from flytekit.remote import FlyteRemote
 
 from flytelite.testing import make_server
 from flytelite.testing_k8s import cache_dir, flytelite_config
-from tests.e2e.flyte_cli import copy_workflows, run_remote, wait_for
+from tests.e2e.flyte_cli import copy_workflows, remote_for, run_remote, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -50,12 +48,8 @@ def code(folder):
     return dest
 
 
-def _remote(server) -> FlyteRemote:
-    return FlyteRemote(FlyteConfig.auto(str(server.config_path)), default_project=P, default_domain=D)
-
-
 def _wait(server, name: str, timeout: float = 300):
-    remote = _remote(server)
+    remote = remote_for(server)
     return remote.wait(remote.fetch_execution(name=name), timeout=timedelta(seconds=timeout),
                        poll_interval=timedelta(seconds=0.5), sync_nodes=True)
 
@@ -140,7 +134,7 @@ def test_a_timeout_ends_the_attempt_and_deletes_its_pod(k8s_cluster, k8s_server,
 def test_terminate_deletes_the_pod_and_logs_stream_while_it_runs(k8s_cluster, k8s_server, code, folder):
     name = run_remote(k8s_server, code, "k8s_flows.py", "k8s_slow_wf", "--marker_dir", str(folder / "marks" / "t"),
                       "--seconds", "120")
-    remote = _remote(k8s_server)
+    remote = remote_for(k8s_server)
 
     def log_link():
         ex = remote.sync_execution(remote.fetch_execution(name=name), sync_nodes=True)

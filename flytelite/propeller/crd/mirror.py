@@ -24,7 +24,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from flytelite.context import Context, ExecutionKey
-from flytelite.kubeclient import core_api
+from flytelite.kubeclient import Namespaces, core_api
 from flytelite.propeller.crd import flyteworkflow as fw
 from flytelite.propeller.phases import WORKFLOW_DONE
 from flytelite.propeller.plugins.kubernetes.names import namespace as namespace_for
@@ -47,7 +47,7 @@ class FlyteWorkflowMirror:
         self.extensions = client.ApiextensionsV1Api(api)
         self._pending: dict[ExecutionKey, tuple[ExecutableWorkflow, ExecutionSpec, str]] = {}
         self._created: set[ExecutionKey] = set()
-        self._namespaces: set[str] = set()
+        self.namespaces = Namespaces(self.core)
         self._wake = threading.Condition()
         self._stopping = False
         self._thread: threading.Thread | None = None
@@ -93,7 +93,7 @@ class FlyteWorkflowMirror:
         namespace = namespace_for(self.cfg.namespace_template, key[0], key[1])
         patch = {"metadata": {"labels": self._labels(status)}, "status": fw.status_json(status)}
         if key not in self._created:
-            self._ensure_namespace(namespace)
+            self.namespaces.ensure(namespace)
             body = self._new_object(namespace, workflow, spec)
             body["metadata"]["labels"].update(patch["metadata"]["labels"])
             body["status"] = patch["status"]
@@ -139,13 +139,3 @@ class FlyteWorkflowMirror:
                 raise
         else:
             log.info("installed the FlyteWorkflow CRD (flyteworkflows.flyte.lyft.com)")
-
-    def _ensure_namespace(self, namespace: str) -> None:
-        if namespace in self._namespaces:
-            return
-        try:
-            self.core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-        except ApiException as e:
-            if e.status != 409:
-                raise
-        self._namespaces.add(namespace)

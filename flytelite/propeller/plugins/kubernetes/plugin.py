@@ -20,7 +20,7 @@ from flyteidl.core import execution_pb2
 from kubernetes.client.exceptions import ApiException
 
 from flytelite.context import Context
-from flytelite.kubeclient import MANAGED_LABEL, core_api
+from flytelite.kubeclient import MANAGED_LABEL, Namespaces, core_api
 from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
 from flytelite.propeller.plugins.environment import flyte_task_env
 from flytelite.propeller.plugins.kubernetes import names, phases, pods
@@ -59,7 +59,7 @@ class KubernetesPlugin(Plugin):
         self._in_flight: set[PodKey] = set()
         # Attempts waiting for room under max_pods_in_flight, by pod name: woken when a pod finishes.
         self._waiting_for_room: dict[str, object] = {}
-        self._namespaces: set[str] = set()
+        self.namespaces = Namespaces(self.api, self.cfg.create_namespaces)
 
     def setup(self, loop) -> None:
         self.informer.start()
@@ -109,7 +109,7 @@ class KubernetesPlugin(Plugin):
                                            retryable=False)
         key = (namespace, pod["metadata"]["name"])
         try:
-            self._ensure_namespace(namespace)
+            self.namespaces.ensure(namespace)
             self.api.create_namespaced_pod(namespace, pod)
         except ApiException as e:
             if e.status != 409:  # AlreadyExists: created by an earlier round, this replica's or another's
@@ -158,16 +158,6 @@ class KubernetesPlugin(Plugin):
             template = _json(template).get("template", {})
         return pods.build_pod(tctx, self.cfg, lambda words: rendered_command(tctx, words), env, namespace,
                               template, mounts)
-
-    def _ensure_namespace(self, namespace: str) -> None:
-        if namespace in self._namespaces or not self.cfg.create_namespaces:
-            return
-        try:
-            self.api.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-        except ApiException as e:
-            if e.status != 409:
-                raise
-        self._namespaces.add(namespace)
 
     def _pod(self, key: PodKey) -> dict | None:
         """The pod from the informer's cache; from the apiserver while the cache is not synced or lags."""
