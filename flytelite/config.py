@@ -133,6 +133,8 @@ class S3Config:
             addressing_style=self.addressing_style or ("path" if endpoint else "auto"))
 
 
+# The program of a raw-container pod's downloader and uploader (propeller/plugins/kubernetes/copilot_main.py).
+COPILOT_MODULE = "flytelite.propeller.plugins.kubernetes.copilot_main"
 # Task plugins a task type can be sent to (config `plugins`); "local" runs attempts as local processes.
 TASK_PLUGINS = ("local", "kubernetes")
 
@@ -181,6 +183,11 @@ class KubernetesConfig:
     max_pods_in_flight: int = 500
     # FlytePropeller's image-pull-backoff-grace-period: ImagePullBackOff fails the attempt after this.
     image_pull_grace_seconds: float = 180.0
+    # Raw containers (flytekit ContainerTask) with data config get their inputs laid out and their outputs
+    # collected by two containers beside theirs (FlytePropeller's co-pilot): `copilot_command` in
+    # `copilot_image`, an image with flytelite installed (empty: the image "default" in `images` maps to).
+    copilot_image: str = ""
+    copilot_command: list[str] = field(default_factory=lambda: ["python3", "-m", COPILOT_MODULE])
 
     def __post_init__(self) -> None:
         if self.max_pods_in_flight < 0:

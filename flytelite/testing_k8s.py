@@ -49,12 +49,13 @@ def python_host_paths(project: Path | None = None) -> list[str]:
 
 def flytelite_config(kubeconfig: Path, project: Path, *mounts: Path, engine: dict | None = None,
                      **kubernetes) -> str:
-    """YAML for a flytelite server whose python tasks run as pods of TASK_IMAGE on this cluster: the pods
-    run this process's Python environment (`project` holds it) through hostPath mounts, plus `mounts`;
-    `engine` and `kubernetes` add to those config sections."""
+    """YAML for a flytelite server whose python tasks and raw containers run as pods of TASK_IMAGE on this
+    cluster: the pods run this process's Python environment (`project` holds it) through hostPath mounts,
+    plus `mounts` (a raw container's helpers too, as `python3` on the PATH); `engine` and `kubernetes` add to
+    those config sections."""
     return yaml.safe_dump({
         "engine": engine or {},
-        "plugins": {"python-task": "kubernetes"},
+        "plugins": {"python-task": "kubernetes", "raw-container": "kubernetes"},
         "kubernetes": {
             "kubeconfig": str(kubeconfig), "images": {"default": TASK_IMAGE}, "image_pull_policy": "Never",
             "host_mounts": python_host_paths(project) + [str(m) for m in mounts],

@@ -9,6 +9,7 @@ go to the bucket and never through flytelite. Never reads credentials from anywh
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from flytelite.config import S3Config
@@ -101,3 +102,9 @@ class Presigner:
 
 def _lifetime(seconds: int) -> int:
     return max(1, min(int(seconds), MAX_PRESIGN_SECONDS))
+
+
+def config_from_task_environment(env: Mapping[str, str]) -> S3Config:
+    """The S3 settings task_environment gave a task (for flytelite's own programs in a task's pod)."""
+    return S3Config(endpoint=env.get(FLYTE_AWS_ENDPOINT, ""), access_key_id=env.get(FLYTE_AWS_ACCESS_KEY_ID, ""),
+                    secret_access_key=env.get(FLYTE_AWS_SECRET_ACCESS_KEY, ""))

@@ -116,6 +116,29 @@ def test_a_recoverable_error_is_retried_in_a_new_pod(k8s_server, code):
     assert [t.id.retry_attempt for t in node.task_executions] == [0, 1]
 
 
+def test_a_raw_container_reads_its_inputs_and_leaves_its_outputs_as_files(k8s_server, code, folder):
+    """flytekit's ContainerTask as a pod with co-pilot's helpers: numbers, text and files in and out."""
+    doc = folder / "doc.txt"
+    doc.write_text("a document\n")
+    name = run_remote(k8s_server, code, "k8s_flows.py", "k8s_raw_files_wf", "--a", "2", "--name", "pod",
+                      "--doc", str(doc))
+    ex = _wait(k8s_server, name)
+    assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.closure.error
+    assert ex.outputs["o0"] == 42 and ex.outputs["o1"] == "hello pod"
+    assert ex.outputs["o2"] == "a document\nseen by the container"
+
+
+def test_a_raw_containers_failures_are_reported_as_flyte_reports_them(k8s_server, code):
+    names = {n: run_remote(k8s_server, code, "k8s_flows.py", "k8s_raw_wf", "--n", str(n)) for n in (8, 3, 0, -1)}
+    done = {n: _wait(k8s_server, name) for n, name in names.items()}
+    assert done[8].closure.phase == WorkflowExecutionPhase.SUCCEEDED and done[8].outputs["o0"] == 4
+    errors = {n: done[n].closure.error for n in (3, 0, -1)}
+    assert all(done[n].closure.phase == WorkflowExecutionPhase.FAILED for n in errors), errors
+    assert "odd numbers have no half" in errors[3].message, errors[3]  # the container's _ERROR file
+    assert "OutputsNotFound" in errors[0].code + errors[0].message and "half" in errors[0].message, errors[0]
+    assert "exit code (3)" in errors[-1].message, errors[-1]  # the task's container, not a helper
+
+
 def test_a_task_over_its_memory_limit_fails_oomkilled(k8s_server, code):
     name = run_remote(k8s_server, code, "k8s_flows.py", "k8s_hog_wf")
     ex = _wait(k8s_server, name)
@@ -204,7 +227,8 @@ def test_pods_in_flight_stay_under_the_cap(k8s_cluster, code, folder):
 
 def test_pods_read_and_write_an_s3_store(k8s_cluster, s3, code, folder):
     """The multi-node way: the blob store is S3 (moto's server on this machine, which host-network pods
-    reach), nothing of the store is mounted, and the pods read inputs and write outputs in the bucket."""
+    reach), nothing of the store is mounted, and the pods (a raw container's helpers too) read inputs and
+    write outputs in the bucket."""
     config = flytelite_config(k8s_cluster.kubeconfig, CHECKOUT, host_network=True) + s3.server_config("pods")
     server = make_server(folder / "s3-pods", config)
     with open(server.config_path, "a") as f:
@@ -212,9 +236,17 @@ def test_pods_read_and_write_an_s3_store(k8s_cluster, s3, code, folder):
     server.start()
     try:
         name = run_remote(server, code, "k8s_flows.py", "k8s_map_wf", "--xs", "[1, 2, 3]")
+        doc = folder / "s3-doc.txt"
+        doc.write_text("in the bucket\n")
+        raw = run_remote(server, code, "k8s_flows.py", "k8s_raw_files_wf", "--a", "1", "--name", "s3",
+                         "--doc", str(doc))
         ex = _wait(server, name)
         assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
         assert ex.outputs["o0"] == 14
+        # A raw container's helpers reach the bucket too.
+        raw_ex = _wait(server, raw)
+        assert raw_ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, raw_ex.closure.error
+        assert raw_ex.outputs["o2"] == "in the bucket\nseen by the container"
         listed = s3.client().list_objects_v2(Bucket=s3.bucket, Prefix=f"pods/metadata/propeller/{P}-{D}-{name}/")
         keys = [o["Key"] for o in listed.get("Contents", [])]
         assert any(k.endswith("/outputs.pb") for k in keys), keys

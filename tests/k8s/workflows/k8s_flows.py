@@ -6,8 +6,9 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from flytekit import Resources, dynamic, map_task, task, workflow
+from flytekit import ContainerTask, Resources, dynamic, kwtypes, map_task, task, workflow
 from flytekit.exceptions.user import FlyteRecoverableException
+from flytekit.types.file import FlyteFile
 
 
 @task
@@ -99,3 +100,43 @@ def k8s_slow_wf(marker_dir: str, seconds: int) -> int:
 @workflow
 def k8s_wide_map_wf(xs: list[int]) -> int:
     return k8s_sum(xs=map_task(k8s_square)(x=xs))
+
+
+# -- raw containers: inputs and outputs as files, through the pod's helpers ----------------------------
+k8s_raw_files = ContainerTask(
+    name="k8s_raw_files",
+    image="localhost/flytelite-test/shell:1",
+    inputs=kwtypes(a=int, name=str, doc=FlyteFile),
+    outputs=kwtypes(total=int, greeting=str, report=FlyteFile),
+    command=["sh", "-c", "echo $(( {{.inputs.a}} + 40 )) > /var/outputs/total"
+                         " && echo \"hello $(cat /var/inputs/name)\" > /var/outputs/greeting"
+                         " && cp /var/inputs/doc /var/outputs/report && echo 'seen by the container' >> /var/outputs/report"],
+)
+
+
+@task
+def k8s_read(f: FlyteFile) -> str:
+    with open(f) as fh:
+        return fh.read().strip()
+
+
+@workflow
+def k8s_raw_files_wf(a: int, name: str, doc: FlyteFile) -> tuple[int, str, str]:
+    total, greeting, report = k8s_raw_files(a=a, name=name, doc=doc)
+    return total, greeting, k8s_read(f=report)
+
+
+k8s_raw_checks = ContainerTask(
+    name="k8s_raw_checks",
+    image="localhost/flytelite-test/shell:1",
+    inputs=kwtypes(n=int),
+    outputs=kwtypes(half=int),
+    command=["sh", "-c", "if [ {{.inputs.n}} -lt 0 ]; then exit 3; fi; "
+                         "if [ $(( {{.inputs.n}} % 2 )) -eq 1 ]; then echo 'odd numbers have no half' > /var/outputs/_ERROR; "
+                         "elif [ {{.inputs.n}} -gt 0 ]; then echo $(( {{.inputs.n}} / 2 )) > /var/outputs/half; fi"],
+)
+
+
+@workflow
+def k8s_raw_wf(n: int) -> int:
+    return k8s_raw_checks(n=n)

@@ -1,6 +1,6 @@
 """flytekit tasks whose pods the pod-building tests look at (never run)."""
 
-from flytekit import PodTemplate, Resources, Secret, task, workflow
+from flytekit import ContainerTask, PodTemplate, Resources, Secret, kwtypes, task, workflow
 from kubernetes.client import V1Container, V1PodSpec, V1Toleration
 
 
@@ -25,6 +25,12 @@ def named_template(x: int) -> int:
     return x
 
 
+raw = ContainerTask(
+    name="raw", image="example.org/tools:1", input_data_dir="/in", output_data_dir="/out",
+    inputs=kwtypes(x=int), outputs=kwtypes(y=int),
+    command=["sh", "-c", "echo $(( {{.inputs.x}} + 1 )) > /out/y"])
+
+
 @workflow
 def shapes(x: int) -> int:
-    return named_template(x=templated(x=shaped(x=x)))
+    return raw(x=named_template(x=templated(x=shaped(x=x))))

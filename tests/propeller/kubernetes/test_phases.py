@@ -74,6 +74,13 @@ def test_a_primary_that_ended_while_the_pod_still_runs():
     assert state(_pod("Running", [_terminated(0, "Completed")])).phase == "succeeded"
 
 
+def test_a_raw_container_waits_for_its_uploader_before_it_is_done():
+    uploading = _pod("Running", [{"name": "sidecar", "state": {"running": {}}}, _terminated(0, "Completed")])
+    assert pod_state(uploading, "primary", NOW, 180.0, whole_pod=True).phase == "running"
+    assert pod_state(_pod("Succeeded", [_terminated(0, "Completed")]), "primary", NOW, 180.0,
+                     whole_pod=True).phase == "succeeded"
+
+
 def test_a_pod_deleted_before_it_finished_is_a_system_error():
     pod = _pod("Running", [{"name": "primary", "state": {"running": {}}}])
     pod["metadata"]["deletionTimestamp"] = "2026-11-25T12:00:00Z"

@@ -112,3 +112,35 @@ def test_host_mounts_reach_every_container(tasks):
                          host_mounts=["/srv/venv/", "/srv/venv", "/data"])
     assert [v["hostPath"]["path"] for v in pod["spec"]["volumes"]] == ["/srv/venv", "/data"]
     assert [m["mountPath"] for m in pod["spec"]["containers"][0]["volumeMounts"]] == ["/srv/venv", "/data"]
+
+
+def test_a_raw_container_gets_flytes_copilot_helpers(tasks):
+    """Inputs laid out by an init container, outputs read by a container watching the task's processes."""
+    cfg = KubernetesConfig(images={"default": "localhost/task:1"}, copilot_command=["copilot"])
+    pod = pods.build_pod(_tctx(tasks["raw"]), cfg, _render, {"A": "1"}, "ns", host_mounts=["/srv/venv"],
+                         store_root="s3://b")
+    spec = pod["spec"]
+    assert [c["name"] for c in spec["containers"]] == ["sidecar", "primary"]  # the watcher starts first
+    assert spec["shareProcessNamespace"] is True
+    (downloader,) = spec["initContainers"]
+    uploader, main = spec["containers"]
+    assert main["image"] == "localhost/task:1" and downloader["image"] == uploader["image"] == "localhost/task:1"
+    assert main["command"] == ["sh", "-c", "echo $(( {{.inputs.x}} + 1 )) > /out/y"]
+    assert downloader["command"] == ["copilot", "download", "--store", "s3://b", "--inputs", "s3://b/in/inputs.pb",
+                                     "--to", "/in", "--format", "json"]
+    assert uploader["command"][:2] == ["copilot", "upload"]
+    args = dict(zip(uploader["command"][2::2], uploader["command"][3::2], strict=True))
+    assert args["--from-dir"] == "/out" and args["--output-prefix"] == "s3://b/out/0"
+    assert uploader["lifecycle"]["postStart"]["exec"]["command"] == ["copilot", "ready", "--file",
+                                                                     args["--ready-file"]]
+    mounts = {c["name"]: [m["mountPath"] for m in c["volumeMounts"]] for c in [downloader, uploader, main]}
+    assert mounts == {"downloader": ["/in", "/srv/venv"], "sidecar": ["/out", "/srv/venv"],
+                      "primary": ["/in", "/out", "/srv/venv"]}
+    assert _env(downloader)["A"] == _env(uploader)["A"] == "1"
+
+
+def test_a_raw_container_without_a_helper_image_is_refused_naming_the_setting(tasks):
+    from flytelite.propeller.plugins.template import TemplateError
+
+    with pytest.raises(TemplateError, match="kubernetes.copilot_image"):
+        pods.build_pod(_tctx(tasks["raw"]), KubernetesConfig(), _render, {}, "ns")

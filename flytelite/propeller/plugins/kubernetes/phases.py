@@ -43,7 +43,9 @@ def _failed(code: str, message: str, kind: int = USER, retryable: bool = True) -
     return PodState("failed", message, code, kind, retryable)
 
 
-def pod_state(pod: dict, primary: str, now: datetime, image_pull_grace: float) -> PodState:
+def pod_state(pod: dict, primary: str, now: datetime, image_pull_grace: float, whole_pod: bool = False) -> PodState:
+    """The attempt's state from its pod's; a running pod is judged by its primary container unless the attempt
+    waits for the `whole_pod` (a raw container's uploader reads its outputs after it ended)."""
     status = pod.get("status") or {}
     phase = status.get("phase", "Pending")
     if pod.get("metadata", {}).get("deletionTimestamp") and phase not in ("Succeeded", "Failed"):
@@ -54,7 +56,7 @@ def pod_state(pod: dict, primary: str, now: datetime, image_pull_grace: float) -
         return _failure(status, primary)
     if phase == "Pending":
         return _pending(status, now, image_pull_grace)
-    return _running(status, primary)
+    return PodState("running") if whole_pod else _running(status, primary)
 
 
 def _containers(status: dict) -> list[dict]:

@@ -23,7 +23,7 @@ from flytelite.context import Context
 from flytelite.kubeclient import MANAGED_LABEL, Namespaces, core_api
 from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
 from flytelite.propeller.plugins.environment import flyte_task_env
-from flytelite.propeller.plugins.kubernetes import names, phases, pods
+from flytelite.propeller.plugins.kubernetes import copilot, names, phases, pods
 from flytelite.propeller.plugins.kubernetes.informer import PodInformer, PodKey
 from flytelite.propeller.plugins.local_process import rendered_command
 from flytelite.propeller.plugins.results import written_result
@@ -45,7 +45,7 @@ _PHASES = {"queued": PluginPhase.QUEUED, "initializing": PluginPhase.INITIALIZIN
 
 class KubernetesPlugin(Plugin):
     id = "container"  # FlytePropeller's id for the pod plugin running python-task and container tasks
-    task_types = ("python-task", "container", "sqlite")
+    task_types = ("python-task", "container", "sqlite", "raw-container")
 
     def __init__(self, ctx: Context):
         self.ctx = ctx
@@ -82,7 +82,8 @@ class KubernetesPlugin(Plugin):
             st["status"] = "done"
             st["lost"] = True
             return self._result(tctx, key)
-        state = phases.pod_state(pod, st["primary"], datetime.now(timezone.utc), self.cfg.image_pull_grace_seconds)
+        state = phases.pod_state(pod, st["primary"], datetime.now(timezone.utc), self.cfg.image_pull_grace_seconds,
+                                 whole_pod=st.get("whole_pod", False))
         if not state.done:
             return PluginPhaseInfo(_PHASES[state.phase], reason=state.reason, logs=self._logs(key))
         st["status"] = "done"
@@ -116,7 +117,7 @@ class KubernetesPlugin(Plugin):
                 return self._create_failed(tctx, key, e)
         primary = pod["metadata"]["annotations"]["primary_container_name"]
         tctx.state.update(status="created", namespace=namespace, pod=key[1], primary=primary,
-                          output_prefix=tctx.output_prefix)
+                          output_prefix=tctx.output_prefix, whole_pod=copilot.waits_for_whole_pod(pod))
         with self._lock:
             self._wakes[key] = tctx.wake
             self._in_flight.add(key)
@@ -157,7 +158,7 @@ class KubernetesPlugin(Plugin):
                 raise
             template = _json(template).get("template", {})
         return pods.build_pod(tctx, self.cfg, lambda words: rendered_command(tctx, words), env, namespace,
-                              template, mounts)
+                              template, mounts, self.ctx.blobs.root)
 
     def _pod(self, key: PodKey) -> dict | None:
         """The pod from the informer's cache; from the apiserver while the cache is not synced or lags."""

@@ -23,7 +23,7 @@ from google.protobuf.json_format import MessageToDict
 from flytelite.config import KubernetesConfig
 from flytelite.kubeclient import MANAGED_LABEL
 from flytelite.propeller.plugins.core import TaskExecutionContext
-from flytelite.propeller.plugins.kubernetes import names
+from flytelite.propeller.plugins.kubernetes import copilot, names
 
 PRIMARY = "primary"
 SECRETS_DIR = "/etc/flyte/secrets"
@@ -42,8 +42,10 @@ Render = Callable[[list[str]], list[str]]
 
 
 def build_pod(tctx: TaskExecutionContext, cfg: KubernetesConfig, render: Render, env: dict[str, str],
-              namespace: str, base_template: Pod | None = None, host_mounts: list[str] = ()) -> Pod:
-    """The pod manifest of this attempt, its primary container's command rendered by `render`, with `env`."""
+              namespace: str, base_template: Pod | None = None, host_mounts: list[str] = (),
+              store_root: str = "") -> Pod:
+    """The pod manifest of this attempt, its primary container's command rendered by `render`, with `env`
+    (a raw container's also gets helpers reading and writing the blob store at `store_root`)."""
     task = tctx.task
     name = names.pod_name(tctx.key, tctx.node_id, tctx.attempt)
     spec, primary_name = _task_pod_spec(task)
@@ -73,6 +75,8 @@ def build_pod(tctx: TaskExecutionContext, cfg: KubernetesConfig, render: Render,
     primary.setdefault("imagePullPolicy", cfg.image_pull_policy)
     primary.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
     primary["env"] = _env_list({**cfg.env, **env}, primary.get("env", []))
+    if copilot.uses_copilot(task):
+        copilot.add_copilot(spec, primary, tctx, cfg, _env_list({**cfg.env, **env}, []), store_root)
     spec["restartPolicy"] = spec.get("restartPolicy") or "Never"
     if cfg.host_network and "hostNetwork" not in spec:
         spec["hostNetwork"] = True
@@ -205,7 +209,7 @@ def _mount_host_paths(spec: dict, paths: list[str]) -> None:
     for i, path in enumerate(dict.fromkeys(os.path.normpath(p) for p in paths)):
         volume = f"flytelite-host-{i}"
         volumes.append({"name": volume, "hostPath": {"path": path, "type": "Directory"}})
-        for container in spec.get("containers", []):
+        for container in spec.get("initContainers", []) + spec.get("containers", []):
             container.setdefault("volumeMounts", []).append({"name": volume, "mountPath": path})
 
 
