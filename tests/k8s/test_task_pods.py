@@ -96,9 +96,13 @@ def test_each_execution_is_also_a_flyteworkflow_object(k8s_cluster, k8s_server, 
     assert listed.returncode == 0 and "Succeeded" in listed.stdout, listed.stdout + listed.stderr
 
 
-def test_map_task_and_dynamic_workflow_run_a_pod_per_item(k8s_server, code):
+def test_a_diamond_a_map_task_and_a_dynamic_workflow_run_a_pod_per_task(k8s_server, code):
     mapped = run_remote(k8s_server, code, "k8s_flows.py", "k8s_map_wf", "--xs", "[1, 2, 3, 4]")
     dynamic = run_remote(k8s_server, code, "k8s_flows.py", "k8s_dynamic_wf", "--n", "3")
+    diamond = run_remote(k8s_server, code, "k8s_flows.py", "k8s_diamond_wf", "--x", "2")
+    ex = _wait(k8s_server, diamond)
+    assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
+    assert ex.outputs["o0"] == 13  # 3 * 3 + (3 + 1)
     ex = _wait(k8s_server, mapped)
     assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
     assert ex.outputs["o0"] == 30

@@ -37,6 +37,17 @@ def k8s_map_wf(xs: list[int]) -> int:
     return k8s_sum(xs=map_task(k8s_square, concurrency=2)(x=xs))
 
 
+@task
+def k8s_inc(x: int) -> int:
+    return x + 1
+
+
+@workflow
+def k8s_diamond_wf(x: int) -> int:
+    top = k8s_inc(x=x)
+    return k8s_sum(xs=[k8s_square(x=top), k8s_inc(x=top)])
+
+
 @dynamic
 def k8s_fan(n: int) -> list[int]:
     return [k8s_square(x=i) for i in range(n)]
