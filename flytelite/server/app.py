@@ -23,6 +23,7 @@ from flytelite.admin.engine_clients import (
 )
 from flytelite.admin.events import EventSink
 from flytelite.admin.grpc_errors import ErrorInterceptor
+from flytelite.admin.message_limits import MessageLimitInterceptor, server_options
 from flytelite.admin.service import AdminService
 from flytelite.admin.signals import SignalService
 from flytelite.config import Config
@@ -135,9 +136,9 @@ class FlyteliteServer:
         http_sock.bind(("127.0.0.1", 0))
         self._grpc = grpc.server(
             futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="admin"),
-            interceptors=[ErrorInterceptor()],
-            options=[("grpc.max_receive_message_length", 64 * 1024 * 1024),
-                     ("grpc.max_send_message_length", 64 * 1024 * 1024)],
+            # The error interceptor outermost: it maps what the limits' interceptor raises like any other.
+            interceptors=[ErrorInterceptor(), MessageLimitInterceptor(cfg.grpc)],
+            options=server_options(cfg.grpc),
         )
         grpc_port = self._grpc.add_insecure_port("127.0.0.1:0")
         self._mux = PortMux(cfg.host, cfg.port, grpc_port, http_sock.getsockname()[1])
