@@ -34,6 +34,7 @@ from flytelite.propeller.engine import Engine
 from flytelite.propeller.plugins.registry import PluginRegistry
 from flytelite.scheduler.launcher import admin_launcher
 from flytelite.scheduler.scheduler import Scheduler
+from flytelite.server.collector import GC, Collector
 from flytelite.server.leadership import SCHEDULER, Leadership
 from flytelite.server.mux import PortMux
 from flytelite.server.replicas import ReplicaRegistry
@@ -80,6 +81,7 @@ class FlyteliteServer:
         self.port: int | None = None
         self.engine: Engine | None = None
         self.scheduler: Scheduler | None = None
+        self.collector: Collector | None = None
         self._mux: PortMux | None = None
         self._grpc: grpc.Server | None = None
         self._http: uvicorn.Server | None = None
@@ -119,6 +121,9 @@ class FlyteliteServer:
             leadership = Leadership(ctx, SCHEDULER, self.replica_id, cfg.engine.lease_seconds)
             self.scheduler = Scheduler(ctx, admin_launcher(ctx), leadership=leadership)
             self._scheduler_task = asyncio.create_task(self.scheduler.run(), name="scheduler")
+            if cfg.gc.older_than:
+                self.collector = Collector(ctx, Leadership(ctx, GC, self.replica_id, cfg.engine.lease_seconds))
+                self._collector_task = asyncio.create_task(self.collector.run(), name="gc")
         await asyncio.to_thread(self.registry.register, ctx.public_url if cfg.serves_api else "")
         self._heartbeat_task = asyncio.create_task(self._heartbeat(), name="replica-heartbeat")
         if self._http is not None:
@@ -170,6 +175,9 @@ class FlyteliteServer:
         if self.scheduler is not None:
             self.scheduler.stop()
             await self._scheduler_task
+        if self.collector is not None:
+            self.collector.stop()
+            await self._collector_task
         if self._listener is not None:
             self._listener.stop()
         if self.engine is not None:
