@@ -1,4 +1,5 @@
-"""The `flytelite` command: start the server, write a flytekit config, see replicas, see and evict the cache."""
+"""The `flytelite` command: start the server, write a flytekit config, see replicas, see and evict the cache,
+remove old executions (gc)."""
 
 from __future__ import annotations
 
@@ -108,6 +109,26 @@ def _cache_clear(args: argparse.Namespace) -> int:
     return 0
 
 
+def _gc(args: argparse.Namespace) -> int:
+    """Remove finished executions older than --older-than with their data, logs and cache entries."""
+    from datetime import timedelta
+
+    from flytelite.config import parse_duration
+    from flytelite.retention import collect
+
+    try:
+        older_than = timedelta(seconds=parse_duration(args.older_than))
+    except ValueError as exc:
+        raise SystemExit(f"flytelite gc: --older-than {exc}") from exc
+    report = collect(_open_state(args), older_than)
+    for name in report.executions:
+        print(f"removed {name}")
+    for name in report.kept_for_cache:
+        print(f"kept {name}: a younger execution's cache hit uses its data")
+    print(report.summary())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flytelite", description="A Flyte backend without Kubernetes.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -136,6 +157,14 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--home", default=None, help="state folder (default ~/.flytelite)")
     status.add_argument("--config", type=Path, default=None, help="YAML configuration file (its database_url)")
     status.set_defaults(func=_status)
+
+    gc = sub.add_parser("gc", help="remove finished executions past their age, with their data, logs and cache "
+                                   "entries (beside a running server, on its --home or --config)")
+    gc.add_argument("--older-than", required=True, metavar="DURATION",
+                    help="age of what goes, e.g. 30d, 12h, 90m (executions that finished before it)")
+    gc.add_argument("--home", default=None, help="state folder (default ~/.flytelite)")
+    gc.add_argument("--config", type=Path, default=None, help="YAML configuration file")
+    gc.set_defaults(func=_gc)
 
     cache = sub.add_parser("cache", help="see and evict cached task outputs")
     cache_sub = cache.add_subparsers(dest="cache_command", required=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shlex
 import socket
 import sys
@@ -65,6 +66,8 @@ class EngineConfig:
 
 
 ROLES = ("all", "api", "engine")
+# Keys of the YAML file that hold a section (a dataclass of their own).
+SECTIONS = ("engine", "scheduler", "s3", "kubernetes", "remote_data", "grpc", "literal_offloading", "gc")
 # Values of engine.plugin_override ("" = run tasks for real).
 PLUGIN_OVERRIDES = ("", "noop")
 
@@ -197,6 +200,91 @@ class KubernetesConfig:
                              f"not {self.image_pull_policy!r}")
 
 
+MB = 1024 * 1024
+
+
+@dataclass
+class RemoteDataConfig:
+    """How much execution data the Get*Data RPCs return inline (FlyteAdmin's `remoteData`).
+
+    A LiteralMap of `max_size_bytes` or more comes back as a link only (`full_inputs` / `full_outputs`
+    empty, the UrlBlob's `url` a signed download link and `bytes` its size), as FlyteAdmin does with
+    signed URLs on; flytekit's FlyteRemote then downloads it. 0 returns everything inline.
+    """
+
+    max_size_bytes: int = 2 * MB
+    # Lifetime of those links.
+    signed_url_seconds: int = 3600
+
+    def __post_init__(self) -> None:
+        if self.max_size_bytes < 0:
+            raise ValueError(f"remote_data.max_size_bytes must be 0 (always inline) or more, not {self.max_size_bytes}")
+        if self.signed_url_seconds <= 0:
+            raise ValueError(f"remote_data.signed_url_seconds must be more than 0, not {self.signed_url_seconds}")
+
+
+@dataclass
+class GrpcConfig:
+    """Largest gRPC messages the API takes and gives (FlyteAdmin's `server.grpc.maxMessageSizeBytes`, one value
+    for both there). flytekit itself reads at most 20 MiB per reply, so raising the send limit past that helps
+    other clients only; large execution data travels as links (remote_data) instead."""
+
+    max_receive_message_bytes: int = 64 * MB
+    max_send_message_bytes: int = 64 * MB
+
+    def __post_init__(self) -> None:
+        for key in ("max_receive_message_bytes", "max_send_message_bytes"):
+            if getattr(self, key) <= 0:
+                raise ValueError(f"grpc.{key} must be more than 0, not {getattr(self, key)}")
+
+
+@dataclass
+class LiteralOffloadingConfig:
+    """FlytePropeller's `literal-offloading-config`: task outputs (and gathered map-task outputs) of
+    `min_size_mb` or more are written to a blob of their own and passed on as a Literal with
+    `offloaded_metadata`; `max_size_mb` or more fails the task. Tasks registered with an SDK older than
+    `supported_sdk_versions` names cannot read such inputs and fail with LiteralOffloadingNotSupported.
+    On by default (Flyte's default is off because of old SDKs; flytelite's clients are flytekit 1.16)."""
+
+    enabled: bool = True
+    min_size_mb: int = 10
+    max_size_mb: int = 1000
+    # RuntimeMetadata.RuntimeType name -> least SDK version that reads offloaded literals.
+    supported_sdk_versions: dict[str, str] = field(default_factory=lambda: {"FLYTE_SDK": "1.13.14"})
+
+    def __post_init__(self) -> None:
+        if not 0 < self.min_size_mb < self.max_size_mb:
+            raise ValueError(f"literal_offloading needs 0 < min_size_mb < max_size_mb, not {self.min_size_mb} "
+                             f"and {self.max_size_mb}")
+
+
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a duration such as `30d`, `12h`, `90m`, `45s`, `2w` or `1d12h`; ValueError otherwise."""
+    match = re.fullmatch(r"(?:\d+(?:\.\d+)?[smhdw])+", text.strip())
+    if not match:
+        raise ValueError(f"{text!r} is not a duration: write a number and a unit (s, m, h, d, w), e.g. 30d or 12h")
+    return sum(float(n) * _DURATION_UNITS[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)([smhdw])", text))
+
+
+@dataclass
+class GcConfig:
+    """Retention (`flytelite gc`): finished executions older than `older_than` go, with their data, logs and
+    cache entries. Empty: the server never collects by itself (`flytelite gc --older-than` still does)."""
+
+    older_than: str = ""
+    # Seconds between two collections inside the server (one replica collects: the "gc" leader).
+    interval_seconds: float = 86400.0
+
+    def __post_init__(self) -> None:
+        if self.older_than:
+            parse_duration(self.older_than)
+        if self.interval_seconds <= 0:
+            raise ValueError(f"gc.interval_seconds must be more than 0, not {self.interval_seconds}")
+
+
 @dataclass
 class Config:
     home: Path = field(default_factory=lambda: Path(os.path.expanduser("~/.flytelite")))
@@ -226,6 +314,10 @@ class Config:
     # Lifetime of signed upload URLs.
     upload_url_seconds: int = 3600
     max_upload_bytes: int = 1024 * 1024 * 1024
+    remote_data: RemoteDataConfig = field(default_factory=RemoteDataConfig)
+    grpc: GrpcConfig = field(default_factory=GrpcConfig)
+    literal_offloading: LiteralOffloadingConfig = field(default_factory=LiteralOffloadingConfig)
+    gc: GcConfig = field(default_factory=GcConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     # What this process runs: "all" (API, console, engine and scheduler), "api" (API and console only: an
     # engine replica on the same database runs the executions) or "engine" (engine and scheduler, no port).
@@ -300,7 +392,7 @@ class Config:
             data = yaml.safe_load(Path(path).read_text()) or {}
         cfg = cls()
         for key, value in data.items():
-            if key in ("engine", "scheduler", "s3", "kubernetes"):
+            if key in SECTIONS:
                 setattr(cfg, key, dataclasses.replace(getattr(cfg, key), **value))
             elif key == "home":
                 cfg.home = Path(os.path.expanduser(value))

@@ -1,8 +1,8 @@
 """Execution data in the blob store: input/output LiteralMaps for the Get*Data RPCs and inline event data.
 
-Responses carry the full LiteralMap and a UrlBlob naming the blob and its size,
-as FlyteAdmin does with a local store (flytekit reads `full_*` first, then the
-url). A blob that cannot be read yields an empty map, never a failed request.
+Responses carry the LiteralMap inline when it is small and always a UrlBlob naming it and its size
+(flytekit reads `full_*` first, then downloads the url). A blob that cannot be read yields an empty
+map, never a failed request.
 """
 
 from __future__ import annotations
@@ -13,23 +13,60 @@ from flyteidl.admin import common_pb2
 from flyteidl.core import identifier_pb2 as idpb
 from flyteidl.core import literals_pb2
 
+from flytelite.admin.dataproxy import signed_blobs
 from flytelite.context import Context
+from flytelite.storage.links import BlobLinks, blob_links
 
 log = logging.getLogger(__name__)
 
 
-def literal_map_data(ctx: Context, uri: str) -> tuple[literals_pb2.LiteralMap, common_pb2.UrlBlob]:
-    """The LiteralMap stored at `uri` and its UrlBlob; both empty when there is no uri (yet)."""
-    if not uri:
-        return literals_pb2.LiteralMap(), common_pb2.UrlBlob()
-    try:
-        data = ctx.blobs.read_bytes(uri)
-    except FileNotFoundError:
-        return literals_pb2.LiteralMap(), common_pb2.UrlBlob()
-    except OSError as exc:
-        log.warning("cannot read %s: %s", uri, exc)
-        return literals_pb2.LiteralMap(), common_pb2.UrlBlob()
-    return literals_pb2.LiteralMap.FromString(data), common_pb2.UrlBlob(url=uri, bytes=len(data))
+class ExecutionData:
+    """Inputs and outputs for the Get*Data RPCs, following FlyteAdmin's util.GetInputs / GetOutputs
+    (flyteadmin/pkg/manager/impl/util/data.go) with signed URLs on: the UrlBlob always names the data and
+    its size; the LiteralMap itself comes inline only below `remote_data.max_size_bytes`, so a 50 MB input
+    never has to fit into one gRPC reply (flytekit reads at most 20 MiB). FlyteRemote fetches the link."""
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self._links: BlobLinks | None = None
+
+    @property
+    def links(self) -> BlobLinks:
+        if self._links is None:
+            self._links = blob_links(self.ctx.blobs, signed_blobs(self.ctx), lambda: self.ctx.public_url)
+        return self._links
+
+    def inputs(self, uri: str) -> tuple[literals_pb2.LiteralMap, common_pb2.UrlBlob]:
+        """The LiteralMap stored at `uri` (inline when small enough) and its UrlBlob; empty when there is none."""
+        if not uri:
+            return literals_pb2.LiteralMap(), common_pb2.UrlBlob()
+        try:
+            size = self.ctx.blobs.size(uri)
+            if self._inline(size):
+                data = self.ctx.blobs.read_bytes(uri)
+                return literals_pb2.LiteralMap.FromString(data), common_pb2.UrlBlob(url=uri, bytes=len(data))
+            return literals_pb2.LiteralMap(), common_pb2.UrlBlob(url=self._link(uri), bytes=size)
+        except FileNotFoundError:
+            return literals_pb2.LiteralMap(), common_pb2.UrlBlob()
+        except OSError as exc:
+            log.warning("cannot read %s: %s", uri, exc)
+            return literals_pb2.LiteralMap(), common_pb2.UrlBlob()
+
+    def outputs(self, inline: literals_pb2.LiteralMap | None, uri: str
+                ) -> tuple[literals_pb2.LiteralMap, common_pb2.UrlBlob]:
+        """Outputs an event carried inline (`inline`, kept only when small enough, as FlyteAdmin does) or
+        stored at `uri`."""
+        if inline is not None:
+            return (inline if self._inline(inline.ByteSize()) else literals_pb2.LiteralMap()), common_pb2.UrlBlob()
+        return self.inputs(uri)
+
+    def _inline(self, size: int) -> bool:
+        limit = self.ctx.config.remote_data.max_size_bytes
+        return limit == 0 or size < limit
+
+    def _link(self, uri: str) -> str:
+        seconds = self.ctx.config.remote_data.signed_url_seconds
+        return self.links.download(uri, self.ctx.clock.now().timestamp(), seconds)
 
 
 def offload_literal_map(ctx: Context, execution: idpb.WorkflowExecutionIdentifier, name: str,

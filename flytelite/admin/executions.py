@@ -15,7 +15,7 @@ from flyteidl.admin import common_pb2, execution_pb2
 from flyteidl.core import identifier_pb2, literals_pb2
 from sqlalchemy import select
 
-from flytelite.admin.exec_data import literal_map_data
+from flytelite.admin.exec_data import ExecutionData
 from flytelite.admin.filters import Field, apply_filters, apply_sort, enum_value, page, parse_time
 from flytelite.admin.launch import launch_execution, relaunch_request
 from flytelite.context import Context
@@ -69,6 +69,7 @@ def execution_to_proto(row: Execution, trim_error: bool = False) -> execution_pb
 
 class ExecutionsApi:
     ctx: Context
+    data: ExecutionData
 
     def CreateExecution(self, request: execution_pb2.ExecutionCreateRequest, context=None):
         return execution_pb2.ExecutionCreateResponse(id=launch_execution(self.ctx, request))
@@ -116,11 +117,9 @@ class ExecutionsApi:
         with self.ctx.db.session() as session:
             row = repo.get_execution(session, request.id)
         closure = execution_pb2.ExecutionClosure.FromString(row.closure_pb)
-        full_inputs, inputs = literal_map_data(self.ctx, row.inputs_uri)
-        if closure.HasField("output_data"):
-            full_outputs, outputs = closure.output_data, common_pb2.UrlBlob()
-        else:
-            full_outputs, outputs = literal_map_data(self.ctx, closure.outputs.uri)
+        full_inputs, inputs = self.data.inputs(row.inputs_uri)
+        full_outputs, outputs = self.data.outputs(
+            closure.output_data if closure.HasField("output_data") else None, closure.outputs.uri)
         return execution_pb2.WorkflowExecutionGetDataResponse(
             inputs=inputs, outputs=outputs, full_inputs=full_inputs, full_outputs=full_outputs)
 

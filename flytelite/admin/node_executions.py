@@ -11,7 +11,7 @@ from flyteidl.admin import common_pb2, node_execution_pb2
 from flyteidl.core import compiler_pb2, identifier_pb2
 from sqlalchemy import Select, select
 
-from flytelite.admin.exec_data import literal_map_data, node_flyte_urls
+from flytelite.admin.exec_data import ExecutionData, node_flyte_urls
 from flytelite.admin.executions import TRIMMED_ERROR_LENGTH, utc_time
 from flytelite.admin.filters import Field, apply_filters, apply_sort, enum_value, page
 from flytelite.context import Context
@@ -53,6 +53,7 @@ def node_execution_to_proto(row: NodeExecution, trim_error: bool = False) -> nod
 
 class NodeExecutionsApi:
     ctx: Context
+    data: ExecutionData
 
     def ListNodeExecutions(self, request: node_execution_pb2.NodeExecutionListRequest, context=None):
         ex = request.workflow_execution_id
@@ -88,11 +89,9 @@ class NodeExecutionsApi:
         with self.ctx.db.session() as session:
             row = repo.get_node_execution(session, request.id)
         closure = node_execution_pb2.NodeExecutionClosure.FromString(row.closure_pb)
-        full_inputs, inputs = literal_map_data(self.ctx, row.input_uri)
-        if closure.HasField("output_data"):
-            full_outputs, outputs = closure.output_data, common_pb2.UrlBlob()
-        else:
-            full_outputs, outputs = literal_map_data(self.ctx, closure.output_uri)
+        full_inputs, inputs = self.data.inputs(row.input_uri)
+        full_outputs, outputs = self.data.outputs(
+            closure.output_data if closure.HasField("output_data") else None, closure.output_uri)
         response = node_execution_pb2.NodeExecutionGetDataResponse(
             inputs=inputs, outputs=outputs, full_inputs=full_inputs, full_outputs=full_outputs,
             flyte_urls=node_flyte_urls(request.id, bool(closure.deck_uri)),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from flyteidl.service import admin_pb2_grpc
 
+from flytelite.admin.exec_data import ExecutionData
 from flytelite.admin.executions import ExecutionsApi
 from flytelite.admin.grpc_errors import fill_unimplemented
 from flytelite.admin.launch_plans import LaunchPlansApi
@@ -34,6 +35,7 @@ class AdminService(
 ):
     def __init__(self, ctx: Context):
         self.ctx = ctx
+        self.data = ExecutionData(ctx)
 
 
 fill_unimplemented(AdminService, admin_pb2_grpc.AdminServiceServicer)

@@ -5,10 +5,10 @@ Rows come from the engine's task events (`task_events.py`), one per retry attemp
 
 from __future__ import annotations
 
-from flyteidl.admin import common_pb2, node_execution_pb2, task_execution_pb2
+from flyteidl.admin import node_execution_pb2, task_execution_pb2
 from sqlalchemy import select
 
-from flytelite.admin.exec_data import literal_map_data, task_flyte_urls
+from flytelite.admin.exec_data import ExecutionData, task_flyte_urls
 from flytelite.admin.executions import utc_time
 from flytelite.admin.filters import Field, apply_filters, enum_value, page
 from flytelite.admin.node_executions import ordered
@@ -43,6 +43,7 @@ def task_execution_to_proto(row: TaskExecution, node: NodeExecution | None) -> t
 
 class TaskExecutionsApi:
     ctx: Context
+    data: ExecutionData
 
     def ListTaskExecutions(self, request: task_execution_pb2.TaskExecutionListRequest, context=None):
         node_id = request.node_execution_id
@@ -72,11 +73,9 @@ class TaskExecutionsApi:
         with self.ctx.db.session() as session:
             row = repo.get_task_execution(session, request.id)
         closure = task_execution_pb2.TaskExecutionClosure.FromString(row.closure_pb)
-        full_inputs, inputs = literal_map_data(self.ctx, row.input_uri)
-        if closure.HasField("output_data"):
-            full_outputs, outputs = closure.output_data, common_pb2.UrlBlob()
-        else:
-            full_outputs, outputs = literal_map_data(self.ctx, closure.output_uri)
+        full_inputs, inputs = self.data.inputs(row.input_uri)
+        full_outputs, outputs = self.data.outputs(
+            closure.output_data if closure.HasField("output_data") else None, closure.output_uri)
         return task_execution_pb2.TaskExecutionGetDataResponse(
             inputs=inputs, outputs=outputs, full_inputs=full_inputs, full_outputs=full_outputs,
             flyte_urls=task_flyte_urls(request.id),

@@ -22,6 +22,7 @@ from flytelite.propeller.execution_context import ExecutionRound
 from flytelite.propeller.failure_node import set_error_input
 from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
 from flytelite.propeller.nodes.registry import HandlerRegistry
+from flytelite.propeller.offloading import offloading_refusal
 from flytelite.propeller.phases import NODE_ACTIVE, NODE_FAILED, NODE_PASSED, NodePhase, node_event_phase
 from flytelite.propeller.recovery import recover_node
 from flytelite.propeller.scope import DagScope
@@ -213,6 +214,11 @@ class NodeExecutor:
             return False
         if scope.failure_error is not None:
             set_error_input(inputs, spec_id, scope.failure_error)
+        refusal = offloading_refusal(rnd.ctx.config.literal_offloading, inputs, nctx.task) \
+            if nctx.node.HasField("task_node") else None
+        if refusal is not None:
+            self._transition(nctx, refusal, NodePhase.FAILED)
+            return False
         rnd.ctx.blobs.write_proto(nctx.input_uri, inputs)
         st.queued_at = iso(rnd.now)
         self._transition(nctx, PhaseInfo(EPhase.QUEUED, reason="node queued"), NodePhase.QUEUED)

@@ -23,6 +23,7 @@ from flytelite.admin.engine_clients import (
 )
 from flytelite.admin.events import EventSink
 from flytelite.admin.grpc_errors import ErrorInterceptor
+from flytelite.admin.message_limits import MessageLimitInterceptor, server_options
 from flytelite.admin.service import AdminService
 from flytelite.admin.signals import SignalService
 from flytelite.config import Config
@@ -33,6 +34,7 @@ from flytelite.propeller.engine import Engine
 from flytelite.propeller.plugins.registry import PluginRegistry
 from flytelite.scheduler.launcher import admin_launcher
 from flytelite.scheduler.scheduler import Scheduler
+from flytelite.server.collector import GC, Collector
 from flytelite.server.leadership import SCHEDULER, Leadership
 from flytelite.server.mux import PortMux
 from flytelite.server.replicas import ReplicaRegistry
@@ -79,6 +81,7 @@ class FlyteliteServer:
         self.port: int | None = None
         self.engine: Engine | None = None
         self.scheduler: Scheduler | None = None
+        self.collector: Collector | None = None
         self._mux: PortMux | None = None
         self._grpc: grpc.Server | None = None
         self._http: uvicorn.Server | None = None
@@ -118,6 +121,9 @@ class FlyteliteServer:
             leadership = Leadership(ctx, SCHEDULER, self.replica_id, cfg.engine.lease_seconds)
             self.scheduler = Scheduler(ctx, admin_launcher(ctx), leadership=leadership)
             self._scheduler_task = asyncio.create_task(self.scheduler.run(), name="scheduler")
+            if cfg.gc.older_than:
+                self.collector = Collector(ctx, Leadership(ctx, GC, self.replica_id, cfg.engine.lease_seconds))
+                self._collector_task = asyncio.create_task(self.collector.run(), name="gc")
         await asyncio.to_thread(self.registry.register, ctx.public_url if cfg.serves_api else "")
         self._heartbeat_task = asyncio.create_task(self._heartbeat(), name="replica-heartbeat")
         if self._http is not None:
@@ -135,9 +141,9 @@ class FlyteliteServer:
         http_sock.bind(("127.0.0.1", 0))
         self._grpc = grpc.server(
             futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="admin"),
-            interceptors=[ErrorInterceptor()],
-            options=[("grpc.max_receive_message_length", 64 * 1024 * 1024),
-                     ("grpc.max_send_message_length", 64 * 1024 * 1024)],
+            # The error interceptor outermost: it maps what the limits' interceptor raises like any other.
+            interceptors=[ErrorInterceptor(), MessageLimitInterceptor(cfg.grpc)],
+            options=server_options(cfg.grpc),
         )
         grpc_port = self._grpc.add_insecure_port("127.0.0.1:0")
         self._mux = PortMux(cfg.host, cfg.port, grpc_port, http_sock.getsockname()[1])
@@ -169,6 +175,9 @@ class FlyteliteServer:
         if self.scheduler is not None:
             self.scheduler.stop()
             await self._scheduler_task
+        if self.collector is not None:
+            self.collector.stop()
+            await self._collector_task
         if self._listener is not None:
             self._listener.stop()
         if self.engine is not None:

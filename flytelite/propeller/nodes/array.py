@@ -36,6 +36,7 @@ from flytelite.propeller.array.items import (
 )
 from flytelite.propeller.array.state import ARRAY_DONE, ArrayPhase, ArrayState
 from flytelite.propeller.nodes.handler import NodeExecutionContext, NodeHandler, PhaseInfo
+from flytelite.propeller.offloading import LiteralTooLarge, offload_large_literal
 from flytelite.propeller.phases import NODE_DONE, NodePhase
 from flytelite.propeller.plugins.core import unique_key
 from flytelite.propeller.status import NodeStatus
@@ -146,7 +147,12 @@ class ArrayHandler(NodeHandler):
             self._report(nctx, view, state, TaskPhase.FAILED, events, every_item=True, error=info.error)
             return info
         if all_done:
-            outputs = self._gather(nctx, view, state)
+            try:
+                outputs = self._gather(nctx, view, state)
+            except LiteralTooLarge as e:
+                info = PhaseInfo.failure("LiteralTooLarge", str(e), kind=USER)
+                self._report(nctx, view, state, TaskPhase.FAILED, events, every_item=True, error=info.error)
+                return info
             nctx.blobs.write_proto(nctx.outputs_uri, outputs)
             state.phase = ArrayPhase.SUCCEEDED
             self._report(nctx, view, state, TaskPhase.SUCCEEDED, events, every_item=True, output_uri=nctx.outputs_uri)
@@ -230,7 +236,12 @@ class ArrayHandler(NodeHandler):
             return blobs.read_proto(uri, literals_pb2.LiteralMap)
 
         names = sorted(view.task.interface.outputs.variables)
-        return gather_outputs(names, state.size, state.item_phase, read)
+        gathered = gather_outputs(names, state.size, state.item_phase, read)
+        # FlytePropeller's array handler offloads each gathered list that is large enough.
+        for name in names:
+            offload_large_literal(blobs, posixpath.join(nctx.output_dir, f"{name}_offloaded_metadata.pb"),
+                                  gathered.literals[name], nctx.round.ctx.config.literal_offloading)
+        return gathered
 
     # -- contexts and events -----------------------------------------------------------------
     def _view(self, nctx: NodeExecutionContext) -> ArrayView:

@@ -73,6 +73,13 @@ def unique_key(key: ExecutionKey, node_id: str, attempt: int) -> str:
     return _NOT_ALNUM.sub("_", _NOT_ALPHA_START.sub("a", name))
 
 
+def attempt_raw_prefix(raw_output_prefix: str, key: ExecutionKey, node_id: str, attempt: int) -> str:
+    """Where one attempt writes offloaded data: `<raw prefix>/<shard>/<unique key>` (FlytePropeller's
+    GetOutputDataSandboxPath shape)."""
+    uid = unique_key(key, node_id, attempt)
+    return posixpath.join(raw_output_prefix, hashlib.sha1(uid.encode()).hexdigest()[:2], uid)
+
+
 @dataclass
 class TaskExecutionContext:
     ctx: Context
@@ -97,9 +104,7 @@ class TaskExecutionContext:
         return unique_key(self.key, self.node_id, self.attempt)
 
     def raw_output_prefix_for(self, attempt: int) -> str:
-        uid = unique_key(self.key, self.node_id, attempt)
-        shard = hashlib.sha1(uid.encode()).hexdigest()[:2]
-        return posixpath.join(self.spec.raw_output_prefix, shard, uid)
+        return attempt_raw_prefix(self.spec.raw_output_prefix, self.key, self.node_id, attempt)
 
     @property
     def raw_output_prefix(self) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from flytelite.config import LiteralOffloadingConfig
 from flytelite.context import Context
 from flytelite.propeller.plugins.core import TaskExecutionContext
 
@@ -37,6 +38,7 @@ def flyte_task_env(tctx: TaskExecutionContext, ctx: Context) -> dict[str, str]:
         "FLYTE_INTERNAL_TASK_VERSION": task_id.version,
         "FLYTE_ATTEMPT_NUMBER": str(tctx.attempt),
     })
+    env.update(literal_offloading_env(ctx.config.literal_offloading))
     if ctx.public_url:
         env["FLYTE_EXECUTION_URL"] = (f"{ctx.public_url}/console/projects/{project}/domains/{domain}"
                                       f"/executions/{name}/nodeId/{tctx.node_id}/nodes")
@@ -47,3 +49,11 @@ def flyte_task_env(tctx: TaskExecutionContext, ctx: Context) -> dict[str, str]:
             env["FLYTE_PLATFORM_URL"] = url.netloc
             env["FLYTE_PLATFORM_INSECURE"] = "true" if url.scheme == "http" else "false"
     return env
+
+
+def literal_offloading_env(cfg: LiteralOffloadingConfig) -> dict[str, str]:
+    """What tells flytekit's entrypoint to offload large outputs itself (flytek8s.GetLiteralOffloadingEnvVars):
+    an output of _F_L_MIN_SIZE_MB or more goes to `<output prefix>/<name>_offloaded_metadata.pb`."""
+    if not cfg.enabled:
+        return {}
+    return {"_F_L_MIN_SIZE_MB": str(cfg.min_size_mb), "_F_L_MAX_SIZE_MB": str(cfg.max_size_mb)}
