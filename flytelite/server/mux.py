@@ -42,6 +42,10 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         with contextlib.suppress(Exception):
             if writer.can_write_eof():
                 writer.write_eof()
+            else:
+                # A TLS stream cannot be half-closed: close it, or a client that reuses a kept-alive
+                # connection the upstream already closed would wait for an answer forever.
+                writer.close()
 
 
 class PortMux:

@@ -6,11 +6,11 @@ Usage: browser.py URL (the user and password come from AUTH_TEST_USER / AUTH_TES
 """
 
 import os
-import re
 import sys
-from html import unescape
 
 import requests
+
+from tests.auth.clients import sign_in_fields
 
 url = sys.argv[1]
 with open(os.environ["AUTH_TEST_BROWSER_LOG"], "a") as log:
@@ -18,8 +18,7 @@ with open(os.environ["AUTH_TEST_BROWSER_LOG"], "a") as log:
 session = requests.Session()
 page = session.get(url, timeout=60)
 page.raise_for_status()
-fields = {unescape(k): unescape(v) for k, v in re.findall(r"<input type='hidden' name='([^']*)' value='([^']*)'>",
-                                                          page.text)}
+fields = sign_in_fields(page.text)
 assert fields, f"no sign-in form at {url}:\n{page.text}"
 fields.update(username=os.environ["AUTH_TEST_USER"], password=os.environ["AUTH_TEST_PASSWORD"])
 # The server answers 303 to flytekit's callback on localhost, which hands the code to flytekit.

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import re
 import sys
+from html import unescape
 from pathlib import Path
 
 from cryptography import x509
@@ -19,6 +21,12 @@ from flytelite.testing import RunningServer, free_port, make_server
 HERE = Path(__file__).parent
 CLIENT_ID, CLIENT_SECRET = "ci-robot", "s3cret/with+odd chars"
 USER, PASSWORD = "alice", "correct horse"
+
+
+def sign_in_fields(page: str) -> dict[str, str]:
+    """The hidden fields of flytelite's sign-in form (the authorize request it continues)."""
+    return {unescape(k): unescape(v) for k, v in re.findall(r"<input type='hidden' name='([^']*)' value='([^']*)'>",
+                                                            page)}
 
 
 def self_signed_cert(folder: Path) -> tuple[Path, Path]:

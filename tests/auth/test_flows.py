@@ -34,6 +34,7 @@ from tests.auth.clients import (
     external_command_config,
     pkce_config,
     self_signed_cert,
+    sign_in_fields,
 )
 from tests.e2e.flyte_cli import copy_workflows, run_remote
 
@@ -174,9 +175,7 @@ def test_console_signs_in_through_the_browser_and_keeps_a_cookie(srv):
     form = browser.get(f"{srv.url}/console/projects/flytesnacks/executions?domain=development", timeout=30)
     assert form.status_code == 200 and "Sign in to flytelite" in form.text
     assert form.url.startswith(f"{srv.url}/oauth2/authorize?")
-    fields = dict(__import__("re").findall(r"<input type='hidden' name='([^']*)' value='([^']*)'>", form.text))
-    from html import unescape
-    fields = {unescape(k): unescape(v) for k, v in fields.items()}
+    fields = sign_in_fields(form.text)
     wrong = browser.post(f"{srv.url}/oauth2/authorize", data={**fields, "username": USER, "password": "nope"},
                          timeout=30)
     assert wrong.status_code == 401 and "wrong password" in wrong.text
