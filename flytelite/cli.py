@@ -1,5 +1,5 @@
 """The `flytelite` command: start the server, write a flytekit config, see replicas, see and evict the cache,
-remove old executions (gc)."""
+remove old executions (gc), hash client secrets and passwords for the `auth:` configuration."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ admin:
 def _start(args: argparse.Namespace) -> int:
     from flytelite.server import FlyteliteServer
 
-    config = Config.load(args.config, home=args.home, port=args.port, host=args.host, role=args.role)
+    config = Config.load(args.config, home=args.home, port=args.port, host=args.host, role=args.role,
+                         tls_cert=args.tls_cert, tls_key=args.tls_key)
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -34,6 +35,22 @@ def _start(args: argparse.Namespace) -> int:
         print(f"flytelite could not start: {exc}. Is another server on port {config.port}? Try --port.",
               file=sys.stderr)
         return 1
+    return 0
+
+
+def _hash_secret(args: argparse.Namespace) -> int:
+    """Print the hash of a secret (read from stdin, or a new random one printed first) for auth.clients/users."""
+    from flytelite.auth.secrets import hash_secret, new_secret
+
+    if args.generate:
+        secret = new_secret()
+        print(f"secret (give it to the client; it is not stored): {secret}", file=sys.stderr)
+    else:
+        secret = sys.stdin.readline().rstrip("\n") if not sys.stdin.isatty() else __import__("getpass").getpass()
+        if not secret:
+            print("an empty secret cannot be hashed", file=sys.stderr)
+            return 2
+    print(hash_secret(secret))
     return 0
 
 
@@ -141,6 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--role", choices=("all", "api", "engine"), default=None,
                        help="all (default): API, console and engine; api: API and console only; engine: "
                             "engine and scheduler only (replicas on one database share the executions)")
+    start.add_argument("--tls-cert", default=None, help="PEM certificate: serve gRPC and HTTP over TLS")
+    start.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
     start.add_argument("--log-level", default="info")
     start.set_defaults(func=_start)
 
@@ -165,6 +184,14 @@ def build_parser() -> argparse.ArgumentParser:
     gc.add_argument("--home", default=None, help="state folder (default ~/.flytelite)")
     gc.add_argument("--config", type=Path, default=None, help="YAML configuration file")
     gc.set_defaults(func=_gc)
+
+    auth = sub.add_parser("auth", help="authentication helpers")
+    auth_sub = auth.add_subparsers(dest="auth_command", required=True)
+    hashp = auth_sub.add_parser("hash-secret", help="print the hash of a client secret or password (read from "
+                                                    "stdin) for auth.clients.<id>.secret_hash or auth.users")
+    hashp.add_argument("--generate", action="store_true", help="make a random secret, print it to stderr and "
+                                                                "its hash to stdout")
+    hashp.set_defaults(func=_hash_secret)
 
     cache = sub.add_parser("cache", help="see and evict cached task outputs")
     cache_sub = cache.add_subparsers(dest="cache_command", required=True)

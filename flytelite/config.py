@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from flytelite.auth.config import AuthConfig
+
 DEFAULT_PORT = 30080
 DEFAULT_PROJECT = "flytesnacks"
 DEFAULT_DOMAINS = ("development", "staging", "production")
@@ -322,8 +324,18 @@ class Config:
     # What this process runs: "all" (API, console, engine and scheduler), "api" (API and console only: an
     # engine replica on the same database runs the executions) or "engine" (engine and scheduler, no port).
     role: str = "all"
+    # Authentication (flytelite as its own OAuth2 server, see flytelite/auth); off unless configured.
+    auth: AuthConfig = field(default_factory=AuthConfig)
+    # TLS on the public port (PEM files): flytekit then connects with insecure: false (and caCertFilePath for a
+    # certificate it does not already trust). tls_ca_file is what tasks verify the server with (default: the
+    # certificate itself, right for a self-signed one).
+    tls_cert: str = ""
+    tls_key: str = ""
+    tls_ca_file: str = ""
 
     def __post_init__(self) -> None:
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ValueError("tls_cert and tls_key go together: give both PEM files, or neither")
         if self.role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {self.role!r}")
         for where, choices in [("plugins", self.plugins)] + [
@@ -335,6 +347,10 @@ class Config:
         if self.public_url and urlsplit(self.public_url).scheme not in ("http", "https"):
             raise ValueError(f"public_url must be an http:// or https:// URL, not {self.public_url!r}")
         self.public_url = self.public_url.rstrip("/")
+
+    @property
+    def tls(self) -> bool:
+        return bool(self.tls_cert)
 
     @property
     def serves_api(self) -> bool:
@@ -394,6 +410,8 @@ class Config:
         for key, value in data.items():
             if key in SECTIONS:
                 setattr(cfg, key, dataclasses.replace(getattr(cfg, key), **value))
+            elif key == "auth":
+                cfg.auth = AuthConfig.from_yaml(value)
             elif key == "home":
                 cfg.home = Path(os.path.expanduser(value))
             elif hasattr(cfg, key):

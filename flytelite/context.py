@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from flytelite.config import Config
 from flytelite.idl.times import Clock
 from flytelite.storage import BlobStore
 from flytelite.store.db import Database
+
+if TYPE_CHECKING:
+    from flytelite.auth.setup import Auth
 
 # (project, domain, name) of a workflow execution.
 ExecutionKey = tuple[str, str, str]
@@ -30,3 +34,5 @@ class Context:
     public_url: str = ""
     # True once every component is serving (GET /healthz answers 200 from then on).
     ready: bool = False
+    # Authentication (flytelite/auth) when the configuration turns it on; None leaves every route open.
+    auth: Auth | None = None

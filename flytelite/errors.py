@@ -37,3 +37,10 @@ class FailedPrecondition(FlyteliteError):
 class Unimplemented(FlyteliteError):
     grpc_code = "UNIMPLEMENTED"
     http_status = 501
+
+
+class Unauthenticated(FlyteliteError):
+    """No credentials, or credentials this server does not accept (expired, forged, wrong kind)."""
+
+    grpc_code = "UNAUTHENTICATED"
+    http_status = 401

@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -41,6 +42,8 @@ class RunningServer:
     extra_args: list[str] = field(default_factory=list)
     # `flytelite start --role`: an "engine" replica serves no port; it is ready once it says so.
     role: str = "all"
+    # The certificate clients trust when the server serves TLS (`make_server(tls=...)`); "" for plain.
+    ca_file: str = ""
 
     @property
     def endpoint(self) -> str:
@@ -48,7 +51,15 @@ class RunningServer:
 
     @property
     def url(self) -> str:
-        return f"http://localhost:{self.port}"
+        return f"{'https' if self.ca_file else 'http'}://localhost:{self.port}"
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        return ssl.create_default_context(cafile=self.ca_file) if self.ca_file else None
+
+    def admin_config(self, extra: str = "") -> str:
+        """The `admin:` section of a flytekit config that reaches this server; `extra` adds indented lines."""
+        trust = f"  insecure: false\n  caCertFilePath: {self.ca_file}\n" if self.ca_file else "  insecure: true\n"
+        return f"admin:\n  endpoint: dns:///localhost:{self.port}\n{trust}{extra}"
 
     def client_env(self) -> dict[str, str]:
         """Environment for a flytekit client process (pyflyte) pointed at this server."""
@@ -74,7 +85,7 @@ class RunningServer:
                 time.sleep(0.1)
                 continue
             try:
-                with urllib.request.urlopen(f"{self.url}/healthz", timeout=1) as resp:
+                with urllib.request.urlopen(f"{self.url}/healthz", timeout=1, context=self.ssl_context()) as resp:
                     if resp.status == 200:
                         return
             except OSError:
@@ -117,23 +128,28 @@ def config_args_for(home: Path) -> list[str]:
     return ["--config", str(path)]
 
 
-def make_server(tmp_path: Path, config: str = "", home: Path | None = None) -> RunningServer:
+def make_server(tmp_path: Path, config: str = "", home: Path | None = None,
+                tls: tuple[Path, Path] | None = None) -> RunningServer:
     """A server (not started) with its home, port, log and flytekit config under `tmp_path`.
 
     `config` is YAML for the server's own configuration file (`flytelite.yaml` in `tmp_path`);
     the test database's URL is added to it. `home` is another state folder (replicas share one).
+    `tls` (certificate, key) serves TLS, and the flytekit config trusts that certificate.
     """
     tmp_path.mkdir(parents=True, exist_ok=True)
     home = home or tmp_path / "flytelite-home"
     port = free_port()
     client_config = tmp_path / "flytekit-config.yaml"
-    client_config.write_text(f"admin:\n  endpoint: dns:///localhost:{port}\n  insecure: true\n")
-    server = RunningServer(home=home, port=port, config_path=client_config, log_path=tmp_path / "server.log")
+    server = RunningServer(home=home, port=port, config_path=client_config, log_path=tmp_path / "server.log",
+                           ca_file=str(tls[0]) if tls else "")
+    client_config.write_text(server.admin_config())
     database_url = database_url_for(home)
     if config or database_url:
         server_config = tmp_path / "flytelite.yaml"
         server_config.write_text(config + (f"\ndatabase_url: {json.dumps(database_url)}\n" if database_url else ""))
         server.extra_args = ["--config", str(server_config)]
+    if tls:
+        server.extra_args += ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])]
     return server
 
 

@@ -19,6 +19,7 @@ from starlette.staticfiles import StaticFiles
 from flytelite.admin.dataproxy import DataProxyService, signed_blobs
 from flytelite.admin.service import AdminService
 from flytelite.admin.signals import SignalService
+from flytelite.auth.http import AuthMiddleware, auth_routes
 from flytelite.console import actions, entity_pages, list_pages, views
 from flytelite.console.execution_page import execution_page
 from flytelite.console.layout import DEFAULT_DOMAIN, esc, layout, not_found_page
@@ -80,7 +81,8 @@ def build_app(ctx: Context) -> Starlette:
         return HTMLResponse(not_found_page(f"The console has no page at {request.url.path}."), status_code=404)
 
     base = "/console/projects/{project}"
-    return Starlette(routes=[
+    auth = ctx.auth
+    app = Starlette(routes=[*(auth_routes(auth) if auth is not None else []),
         Route("/healthz", healthz),
         Route("/favicon.ico", lambda _r: Response(status_code=204)),
         Route("/", lambda _r: RedirectResponse("/console")),
@@ -107,6 +109,9 @@ def build_app(ctx: Context) -> Starlette:
         Route(UPLOAD_ROUTE + "/{token}", transfers.put, methods=["PUT"]),
         Route(DOWNLOAD_ROUTE + "/{token}/{filename:path}", transfers.get, methods=["GET"]),
     ])
+    if auth is not None:
+        app.add_middleware(AuthMiddleware, auth=auth)
+    return app
 
 
 def _pod_log_routes(ctx: Context) -> list[Route]:

@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 PROTOBUF = "application/octet-stream"
 # grpc.StatusCode numbers, for the `code` field of error bodies (grpc-gateway's shape).
 _GRPC_CODES = {"INVALID_ARGUMENT": 3, "NOT_FOUND": 5, "ALREADY_EXISTS": 6, "FAILED_PRECONDITION": 9,
-               "UNIMPLEMENTED": 12, "INTERNAL": 13}
+               "UNIMPLEMENTED": 12, "INTERNAL": 13, "UNAUTHENTICATED": 16}
 _SERVICES = ((admin_pb2, "AdminService"), (signal_pb2, "SignalService"), (dataproxy_pb2, "DataProxyService"))
 _FD = descriptor.FieldDescriptor
 

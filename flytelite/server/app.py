@@ -6,12 +6,13 @@ import asyncio
 import logging
 import signal
 import socket
+import ssl
 import uuid
 from concurrent import futures
 
 import grpc
 import uvicorn
-from flyteidl.service import admin_pb2_grpc, dataproxy_pb2_grpc, signal_pb2_grpc
+from flyteidl.service import admin_pb2_grpc, auth_pb2_grpc, dataproxy_pb2_grpc, signal_pb2_grpc
 
 from flytelite.admin.bootstrap import ensure_default_project
 from flytelite.admin.dataproxy import DataProxyService
@@ -26,6 +27,8 @@ from flytelite.admin.grpc_errors import ErrorInterceptor
 from flytelite.admin.message_limits import MessageLimitInterceptor, server_options
 from flytelite.admin.service import AdminService
 from flytelite.admin.signals import SignalService
+from flytelite.auth.grpc import AuthInterceptor, AuthMetadataService
+from flytelite.auth.setup import build_auth
 from flytelite.config import Config
 from flytelite.console.app import build_app
 from flytelite.context import Context
@@ -52,6 +55,7 @@ def build_context(config: Config) -> Context:
     db = Database(config.db_url)
     db.migrate()
     ctx = Context(config=config, db=db, blobs=BlobStore(config.blob_root, config.s3))
+    ctx.auth = build_auth(config.auth, config.home, lambda: ctx.public_url)
     ensure_default_project(ctx)
     return ctx
 
@@ -72,6 +76,16 @@ def _plugin_override(config: Config) -> PluginRegistry | None:
                     "(a benchmark setting)")
         return PluginRegistry([NoopPlugin()])
     return None
+
+
+def _tls_context(config: Config) -> ssl.SSLContext | None:
+    """TLS for the public port; ALPN offers h2 (gRPC requires it) and http/1.1 (browsers, requests)."""
+    if not config.tls:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(config.tls_cert, config.tls_key)
+    context.set_alpn_protocols(["h2", "http/1.1"])
+    return context
 
 
 class FlyteliteServer:
@@ -141,17 +155,21 @@ class FlyteliteServer:
         http_sock.bind(("127.0.0.1", 0))
         self._grpc = grpc.server(
             futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="admin"),
-            # The error interceptor outermost: it maps what the limits' interceptor raises like any other.
-            interceptors=[ErrorInterceptor(), MessageLimitInterceptor(cfg.grpc)],
+            # Authentication first; then the error interceptor, which maps what the limits' interceptor raises
+            # like any other.
+            interceptors=([AuthInterceptor(ctx.auth)] if ctx.auth is not None else [])
+            + [ErrorInterceptor(), MessageLimitInterceptor(cfg.grpc)],
             options=server_options(cfg.grpc),
         )
         grpc_port = self._grpc.add_insecure_port("127.0.0.1:0")
-        self._mux = PortMux(cfg.host, cfg.port, grpc_port, http_sock.getsockname()[1])
+        self._mux = PortMux(cfg.host, cfg.port, grpc_port, http_sock.getsockname()[1], tls=_tls_context(cfg))
         self.port = await self._mux.start()
-        ctx.public_url = ctx.public_url or f"http://localhost:{self.port}"
+        ctx.public_url = ctx.public_url or f"{'https' if cfg.tls else 'http'}://localhost:{self.port}"
         admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminService(ctx), self._grpc)
         dataproxy_pb2_grpc.add_DataProxyServiceServicer_to_server(DataProxyService(ctx), self._grpc)
         signal_pb2_grpc.add_SignalServiceServicer_to_server(SignalService(ctx), self._grpc)
+        if ctx.auth is not None:
+            auth_pb2_grpc.add_AuthMetadataServiceServicer_to_server(AuthMetadataService(ctx.auth), self._grpc)
         self._grpc.start()
         uv_config = uvicorn.Config(build_app(ctx), log_level="warning", lifespan="off", access_log=False)
         self._http = uvicorn.Server(uv_config)
@@ -199,13 +217,17 @@ class FlyteliteServer:
             print(f"flytelite engine replica {self.replica_id} is running (role engine, no port), "
                   f"home {self.config.home}", flush=True)
             return
-        port = self.port
-        print(
-            f"flytelite is ready on port {port} (gRPC and HTTP), home {self.config.home}\n"
-            f"  admin endpoint: localhost:{port} (insecure)\n"
-            f"  console:        http://localhost:{port}/console\n"
-            f"Point flytekit at it:\n"
-            f"  export FLYTE_PLATFORM_URL=localhost:{port}\n"
-            f"  export FLYTE_PLATFORM_INSECURE=true",
-            flush=True,
-        )
+        port, cfg = self.port, self.config
+        scheme = "https" if cfg.tls else "http"
+        lines = [f"flytelite is ready on port {port} (gRPC and HTTP), home {cfg.home}",
+                 f"  admin endpoint: localhost:{port} ({'TLS' if cfg.tls else 'insecure'}"
+                 f"{', authentication on' if cfg.auth.enabled else ''})",
+                 f"  console:        {scheme}://localhost:{port}/console",
+                 "Point flytekit at it:",
+                 f"  export FLYTE_PLATFORM_URL=localhost:{port}",
+                 f"  export FLYTE_PLATFORM_INSECURE={'false' if cfg.tls else 'true'}"]
+        if cfg.tls:
+            lines.append(f"  export FLYTE_PLATFORM_CA_CERT_FILE_PATH={cfg.tls_ca_file or cfg.tls_cert}")
+        if cfg.auth.enabled:
+            lines.append("  and set admin.authType (ClientSecret, Pkce or ExternalCommand) in its config")
+        print("\n".join(lines), flush=True)

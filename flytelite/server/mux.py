@@ -3,6 +3,7 @@
 gRPC clients open with the HTTP/2 connection preface; everything else is HTTP/1.
 Each accepted connection is sniffed and spliced to the internal gRPC or HTTP
 listener on loopback. The proxy only copies bytes; it never parses a request.
+With TLS, the mux terminates it (ALPN h2 or http/1.1) and sniffs the decrypted stream the same way.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 
 log = logging.getLogger(__name__)
 
@@ -40,17 +42,22 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         with contextlib.suppress(Exception):
             if writer.can_write_eof():
                 writer.write_eof()
+            else:
+                # A TLS stream cannot be half-closed: close it, or a client that reuses a kept-alive
+                # connection the upstream already closed would wait for an answer forever.
+                writer.close()
 
 
 class PortMux:
-    def __init__(self, host: str, port: int, grpc_port: int, http_port: int):
-        self.host, self.port = host, port
+    def __init__(self, host: str, port: int, grpc_port: int, http_port: int, tls: ssl.SSLContext | None = None):
+        self.host, self.port, self.tls = host, port, tls
         self.grpc_port, self.http_port = grpc_port, http_port
         self._server: asyncio.base_events.Server | None = None
         self._conns: set[asyncio.Task] = set()
 
     async def start(self) -> int:
-        self._server = await asyncio.start_server(self._handle, self.host, self.port, reuse_address=True)
+        self._server = await asyncio.start_server(self._handle, self.host, self.port, reuse_address=True,
+                                                  ssl=self.tls)
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 
@@ -73,7 +80,7 @@ class PortMux:
             up_writer.write(head)
             await asyncio.gather(_pump(reader, up_writer), _pump(up_reader, writer))
             up_writer.close()
-        except (asyncio.TimeoutError, ConnectionError, OSError):
+        except (asyncio.TimeoutError, ConnectionError, OSError):  # ssl.SSLError is an OSError
             pass
         finally:
             self._conns.discard(task)

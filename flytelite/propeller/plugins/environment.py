@@ -3,7 +3,9 @@
 FlytePropeller's container helper sets the task's own env, the execution's env, and the
 FLYTE_INTERNAL_* variables flytekit reads to know which execution and task it runs; flytelite adds the
 blob store's settings (S3 endpoint and credentials, as propeller's default env vars carry them) and the
-API address for tasks that call it (eager workflows, FlyteRemote in a task). What a local process needs
+API address for tasks that call it (eager workflows, FlyteRemote in a task), with the task client's
+credentials when authentication is on, as a Flyte deployment hands them to tasks (FLYTE_CREDENTIALS_*
+env, the secret in a file only the server's user reads, or in the environment of a pod). What a local process needs
 besides (the server's own environment, PATH, markers) is the local-process plugin's business.
 """
 
@@ -16,7 +18,7 @@ from flytelite.context import Context
 from flytelite.propeller.plugins.core import TaskExecutionContext
 
 
-def flyte_task_env(tctx: TaskExecutionContext, ctx: Context) -> dict[str, str]:
+def flyte_task_env(tctx: TaskExecutionContext, ctx: Context, secret_in_file: bool = True) -> dict[str, str]:
     """Variables of one attempt, later ones winning: the blob store's, the task's, the execution's, Flyte's."""
     project, domain, name = tctx.key
     task_id = tctx.task.id
@@ -48,6 +50,23 @@ def flyte_task_env(tctx: TaskExecutionContext, ctx: Context) -> dict[str, str]:
             url = urlsplit(ctx.public_url)
             env["FLYTE_PLATFORM_URL"] = url.netloc
             env["FLYTE_PLATFORM_INSECURE"] = "true" if url.scheme == "http" else "false"
+            if ctx.config.tls:
+                env["FLYTE_PLATFORM_CA_CERT_FILE_PATH"] = ctx.config.tls_ca_file or ctx.config.tls_cert
+            env.update(_credentials_env(ctx, explicit, secret_in_file))
+    return env
+
+
+def _credentials_env(ctx: Context, explicit: set[str], secret_in_file: bool) -> dict[str, str]:
+    """flytekit's client-credentials settings for the task client, unless the task brings its own."""
+    auth = ctx.auth
+    if auth is None or explicit & {"FLYTE_CREDENTIALS_AUTH_MODE", "FLYTE_CREDENTIALS_CLIENT_ID"}:
+        return {}
+    env = {"FLYTE_CREDENTIALS_AUTH_MODE": "ClientSecret", "FLYTE_CREDENTIALS_CLIENT_ID": auth.config.task_client_id,
+           "FLYTE_CREDENTIALS_SCOPES": "all"}
+    if secret_in_file:
+        env["FLYTE_CREDENTIALS_CLIENT_SECRET_LOCATION"] = str(auth.task_secret_file)
+    else:
+        env["FLYTE_CREDENTIALS_CLIENT_SECRET"] = auth.task_secret
     return env
 
 

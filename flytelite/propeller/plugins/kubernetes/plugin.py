@@ -138,7 +138,7 @@ class KubernetesPlugin(Plugin):
         return PluginPhaseInfo(PluginPhase.QUEUED, version=1, reason=what, poll_after=RETRY_CREATE_SECONDS)
 
     def _pod_manifest(self, tctx: TaskExecutionContext, namespace: str) -> pods.Pod:
-        env = flyte_task_env(tctx, self.ctx)
+        env = flyte_task_env(tctx, self.ctx, secret_in_file=False)
         mounts = list(self.cfg.host_mounts)
         if self.ctx.blobs.is_local:
             # A single-node cluster on this machine: the pod reads and writes the local store where it is,

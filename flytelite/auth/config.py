@@ -1,0 +1,87 @@
+"""The `auth:` block of flytelite's configuration (FlyteAdmin's auth config, self-auth server only)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# FlyteAdmin's defaults: the public client flytectl/flytekit use for the PKCE flow, its scopes, and the
+# metadata key gRPC clients send the token under ("authorization" itself is special to Envoy).
+PUBLIC_CLIENT_ID = "flytectl"
+PUBLIC_REDIRECT_URI = "http://localhost:53593/callback"
+DEFAULT_SCOPES = ("all", "offline")
+HEADER_KEY = "flyte-authorization"
+# The client the console signs users in with (authorization code + PKCE, redirect to <public URL>/callback).
+CONSOLE_CLIENT_ID = "flytelite-console"
+# The confidential client task attempts call the API as (FlyteAdmin's default is flytepropeller).
+TASK_CLIENT_ID = "flytepropeller"
+
+
+@dataclass
+class ClientConfig:
+    """One OAuth2 client: confidential when it has a secret hash (client credentials), public otherwise."""
+
+    secret_hash: str = ""
+    # Where the authorization-code flow may send a public client back; loopback URIs match on any port
+    # (RFC 8252 7.3), as native apps such as flytekit pick theirs.
+    redirect_uris: list[str] = field(default_factory=list)
+    scopes: list[str] = field(default_factory=lambda: list(DEFAULT_SCOPES))
+
+    @property
+    def confidential(self) -> bool:
+        return bool(self.secret_hash)
+
+
+@dataclass
+class PublicClientConfig:
+    """What GetPublicClientConfig hands flytekit for the PKCE flow (FlyteAdmin's thirdPartyConfig.flyteClient)."""
+
+    client_id: str = PUBLIC_CLIENT_ID
+    redirect_uri: str = PUBLIC_REDIRECT_URI
+    scopes: list[str] = field(default_factory=lambda: list(DEFAULT_SCOPES))
+    audience: str = ""
+
+
+@dataclass
+class AuthConfig:
+    # On when the configuration has an `auth:` block (unless it says enabled: false).
+    enabled: bool = False
+    # The `iss` of issued tokens and the base of the OAuth2 endpoints; empty: the server's public URL.
+    issuer: str = ""
+    access_token_seconds: int = 30 * 60
+    refresh_token_seconds: int = 60 * 60
+    authorization_code_seconds: int = 5 * 60
+    # PEM private key (RSA or EC) that signs tokens; empty: <home>/auth/signing-key.pem, generated if missing.
+    # Replicas behind one public URL must share it (point them all at one file).
+    signing_key_file: str = ""
+    # Confidential and public clients by id (secrets as `flytelite auth hash-secret` prints them).
+    clients: dict[str, ClientConfig] = field(default_factory=dict)
+    # Users who sign in through the browser (console, PKCE): name -> password hash.
+    users: dict[str, str] = field(default_factory=dict)
+    public_client: PublicClientConfig = field(default_factory=PublicClientConfig)
+    # Task attempts get this client's credentials to call the API (eager workflows, FlyteRemote in a task).
+    # Its secret is read from task_client_secret_file (empty: <home>/auth/task-client-secret, generated).
+    task_client_id: str = TASK_CLIENT_ID
+    task_client_secret_file: str = ""
+    # gRPC metadata key flytekit sends the token under (GetPublicClientConfig.authorization_metadata_key).
+    header_key: str = HEADER_KEY
+
+    def __post_init__(self) -> None:
+        self.clients = {k: v if isinstance(v, ClientConfig) else ClientConfig(**(v or {}))
+                        for k, v in (self.clients or {}).items()}
+        if isinstance(self.public_client, dict):
+            self.public_client = PublicClientConfig(**self.public_client)
+        for what in ("access_token_seconds", "refresh_token_seconds", "authorization_code_seconds"):
+            if getattr(self, what) <= 0:
+                raise ValueError(f"auth.{what} must be more than 0, not {getattr(self, what)}")
+        reserved = {CONSOLE_CLIENT_ID, self.task_client_id} & set(self.clients)
+        if reserved:
+            raise ValueError(f"auth.clients may not define {', '.join(sorted(reserved))}: flytelite defines "
+                             f"{CONSOLE_CLIENT_ID} (the console) and the task client itself")
+        self.issuer = self.issuer.rstrip("/")
+
+    @classmethod
+    def from_yaml(cls, value: dict | None) -> AuthConfig:
+        """The block as written: present means on, unless it says `enabled: false`."""
+        value = dict(value or {})
+        value.setdefault("enabled", True)
+        return cls(**value)

@@ -1,0 +1,48 @@
+"""Wiring of authentication for one server process: the key, the task client's secret, the issuer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from flytelite.auth.config import AuthConfig
+from flytelite.auth.keys import SigningKey, load_or_create, write_private
+from flytelite.auth.oauth2 import AuthorizationServer
+from flytelite.auth.secrets import new_secret
+from flytelite.auth.tokens import TokenIssuer
+
+
+@dataclass
+class Auth:
+    """What the API edges (gRPC interceptor, HTTP middleware) and the task environment need."""
+
+    config: AuthConfig
+    key: SigningKey
+    tokens: TokenIssuer
+    server: AuthorizationServer
+    # The file holding the task client's secret (handed to local task processes by path).
+    task_secret_file: Path
+    task_secret: str
+
+
+def build_auth(config: AuthConfig, home: Path, public_url: Callable[[], str]) -> Auth | None:
+    """Auth for this process, or None when the configuration leaves it off."""
+    if not config.enabled:
+        return None
+    auth_dir = home / "auth"
+    key_path = Path(config.signing_key_file).expanduser() if config.signing_key_file else auth_dir / "signing-key.pem"
+    key = load_or_create(key_path, generate=not config.signing_key_file)
+    secret_path = (Path(config.task_client_secret_file).expanduser() if config.task_client_secret_file
+                   else auth_dir / "task-client-secret")
+    if not secret_path.exists():
+        if config.task_client_secret_file:
+            raise ValueError(f"auth.task_client_secret_file {secret_path} does not exist")
+        try:
+            write_private(secret_path, new_secret().encode())
+        except FileExistsError:
+            pass
+    secret = secret_path.read_text().strip()
+    tokens = TokenIssuer(key, lambda: config.issuer or public_url())
+    return Auth(config=config, key=key, tokens=tokens, server=AuthorizationServer(config, tokens, secret),
+                task_secret_file=secret_path, task_secret=secret)

@@ -1,0 +1,72 @@
+"""Signed, expiring JWTs (PyJWT): access and refresh tokens, authorization codes and browser sign-ins.
+
+Like FlyteAdmin's stateless token store, every artefact is a JWT signed by the server's key, so replicas
+that share the key accept each other's tokens and nothing is stored. `token_use` keeps the kinds apart:
+an authorization code or a refresh token is never accepted as an access token.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import jwt
+
+from flytelite.auth.keys import SigningKey
+from flytelite.errors import Unauthenticated
+
+ACCESS, REFRESH, CODE, SESSION, LOGIN = "access", "refresh", "code", "session", "login"
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a verified token speaks for."""
+
+    subject: str
+    client_id: str
+    scopes: tuple[str, ...]
+
+
+class TokenIssuer:
+    def __init__(self, key: SigningKey, issuer: Callable[[], str], clock: Callable[[], float] = time.time):
+        self._key = key
+        self._issuer = issuer  # read per token: the public URL is known only once the port is bound
+        self._clock = clock
+
+    @property
+    def issuer(self) -> str:
+        return self._issuer()
+
+    def sign(self, use: str, subject: str, client_id: str, seconds: int, **claims) -> str:
+        now = int(self._clock())
+        payload = {"iss": self.issuer, "aud": self.issuer, "sub": subject, "client_id": client_id,
+                   "token_use": use, "iat": now, "nbf": now, "exp": now + seconds, "jti": uuid.uuid4().hex,
+                   **claims}
+        return jwt.encode(payload, self._key.private_pem, algorithm=self._key.algorithm,
+                          headers={"kid": self._key.kid})
+
+    def verify(self, token: str, use: str) -> dict:
+        """The claims of a valid, unexpired token of this kind signed by this server; Unauthenticated if not."""
+        try:
+            # PyJWT checks signature, algorithm, issuer and audience; times against this issuer's clock below.
+            claims = jwt.decode(token, self._key.public_pem, algorithms=[self._key.algorithm],
+                                audience=self.issuer, issuer=self.issuer,
+                                options={"require": ["exp", "iat", "sub", "token_use"], "verify_exp": False,
+                                         "verify_iat": False, "verify_nbf": False})
+        except jwt.InvalidTokenError as exc:
+            raise Unauthenticated(f"the {use} token is not valid here: {exc}") from exc
+        if not isinstance(claims["exp"], int) or claims["exp"] <= self._clock():
+            raise Unauthenticated(f"the {use} token has expired; sign in again (flytekit does it by itself)")
+        if claims.get("token_use") != use:
+            raise Unauthenticated(f"a {claims.get('token_use')} token is not an {use} token")
+        return claims
+
+    def identity(self, access_token: str) -> Identity:
+        claims = self.verify(access_token, ACCESS)
+        scopes = tuple(str(claims.get("scp", "")).split())
+        if "all" not in scopes:
+            # FlyteAdmin's BlanketAuthorization: every API call needs the "all" scope.
+            raise Unauthenticated(f"the access token of {claims['sub']} lacks the 'all' scope the API requires")
+        return Identity(subject=claims["sub"], client_id=str(claims.get("client_id", "")), scopes=scopes)
