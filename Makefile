@@ -3,7 +3,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 PYTHON ?= python3
 
-.PHONY: start test test-postgres test-k8s lint bench k8s-build clean
+.PHONY: start test test-postgres test-k8s test-oldest lint bench k8s-build clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,18 @@ PG_SKIP ?= --ignore=tests/e2e/test_warm_vs_cold.py --ignore=tests/e2e/test_warm_
 test-postgres: $(VENV)/.dev-installed
 	$(PY) -m pytest -q -p no:cacheprovider --db=postgresql $(PG_TEST_DIRS) $(PG_SKIP) $(PYTEST_ARGS)
 
+# The end-to-end smoke tests with the oldest supported flytekit (pyproject.toml [tool.flytelite]) as client and
+# task runtime, from a virtualenv of its own beside the project's.
+OLDEST_VENV ?= .venv-oldest
+OLDEST_FLYTEKIT = $(shell $(PYTHON) -c "import tomllib; print(tomllib.load(open('pyproject.toml', 'rb'))['tool']['flytelite']['oldest-flytekit'])")
+$(OLDEST_VENV)/.installed: pyproject.toml
+	test -x $(OLDEST_VENV)/bin/python || $(PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_VENV)/bin/python -m pip install -q "flytekit==$(OLDEST_FLYTEKIT)"
+	touch $@
+
+test-oldest: $(VENV)/.dev-installed $(OLDEST_VENV)/.installed
+	FLYTELITE_OLDEST_PYTHON=$(abspath $(OLDEST_VENV))/bin/python $(PY) -m pytest -q -p no:cacheprovider tests/oldest $(PYTEST_ARGS)
+
 lint: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check benchmarks flytelite tests
 
@@ -46,4 +58,4 @@ k8s-build:
 	scripts/k8s/build.sh
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(OLDEST_VENV) build *.egg-info

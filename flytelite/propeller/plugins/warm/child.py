@@ -105,10 +105,14 @@ def serve_items(request: dict, session_fd: int, sock: socket.socket) -> int:
     _remember_large_input_maps()
     # Started once, before the baseline, so that an item that starts nothing of its own leaves the process as
     # it found it: flytekit's sync-over-async runner (a daemon thread, an atexit hook) and weakref.finalize's
-    # atexit hook (registered with the first finalizer, e.g. of a TemporaryDirectory).
-    from flytekit.utils.asyn import loop_manager
-
-    loop_manager.run_sync(_nothing)
+    # atexit hook (registered with the first finalizer, e.g. of a TemporaryDirectory). flytekit before 1.14
+    # has no such runner.
+    try:
+        from flytekit.utils.asyn import loop_manager
+    except ImportError:
+        loop_manager = None
+    if loop_manager is not None:
+        loop_manager.run_sync(_nothing)
     weakref.finalize(_nothing, _nothing)
     baseline = _Baseline()
     reader = sock.makefile("rb")

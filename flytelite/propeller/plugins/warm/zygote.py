@@ -240,6 +240,8 @@ class Zygote:
         os.close(self.wake_w)
 
     def read_worker(self, worker: Worker) -> None:
+        if worker.sock is None:
+            return  # retired earlier in the same round of events (its exit was reaped first)
         try:
             data = worker.sock.recv(1 << 16)
         except OSError:
