@@ -11,10 +11,8 @@ from concurrent import futures
 
 import grpc
 import uvicorn
-from flyteidl.service import admin_pb2_grpc, dataproxy_pb2_grpc, signal_pb2_grpc
 
 from flytelite.admin.bootstrap import ensure_default_project
-from flytelite.admin.dataproxy import DataProxyService
 from flytelite.admin.engine_clients import (
     AdminLaunchPlanExecutor,
     AdminRecoveryClient,
@@ -23,8 +21,7 @@ from flytelite.admin.engine_clients import (
 )
 from flytelite.admin.events import EventSink
 from flytelite.admin.grpc_errors import ErrorInterceptor
-from flytelite.admin.service import AdminService
-from flytelite.admin.signals import SignalService
+from flytelite.admin.grpc_services import GRPC_SERVICES
 from flytelite.config import Config
 from flytelite.console.app import build_app
 from flytelite.context import Context
@@ -143,9 +140,8 @@ class FlyteliteServer:
         self._mux = PortMux(cfg.host, cfg.port, grpc_port, http_sock.getsockname()[1])
         self.port = await self._mux.start()
         ctx.public_url = ctx.public_url or f"http://localhost:{self.port}"
-        admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminService(ctx), self._grpc)
-        dataproxy_pb2_grpc.add_DataProxyServiceServicer_to_server(DataProxyService(ctx), self._grpc)
-        signal_pb2_grpc.add_SignalServiceServicer_to_server(SignalService(ctx), self._grpc)
+        for service in GRPC_SERVICES:
+            service.add_to_server(service.servicer(ctx), self._grpc)
         self._grpc.start()
         uv_config = uvicorn.Config(build_app(ctx), log_level="warning", lifespan="off", access_log=False)
         self._http = uvicorn.Server(uv_config)
