@@ -127,7 +127,9 @@ class FlyteliteServer:
         """gRPC (FlyteAdmin's services) and HTTP (console, REST, uploads) behind one public port."""
         cfg = self.config
         # The public port first: signed URLs and log links need the address clients use.
-        http_sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP. Without it a
+        # keep-alive response's body waits ~40 ms behind its headers (Nagle against a delayed ACK).
+        http_sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         http_sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         http_sock.bind(("127.0.0.1", 0))
         self._grpc = grpc.server(
