@@ -22,6 +22,7 @@ from google.protobuf import descriptor, duration_pb2, message_factory
 from flytelite.admin.grpc_services import GRPC_SERVICES
 from flytelite.errors import MAX_MESSAGE_BYTES
 from tests.console.test_pages import add_attempt, add_execution, add_node
+from tests.fuzz.strategies import varint
 
 P, D = "flytesnacks", "development"
 _FD = descriptor.FieldDescriptor
@@ -40,19 +41,12 @@ def call(admin, service: str, method: str, request, raw: bool = False):
         return exc.code(), exc.details() or ""
 
 
-def _varint(n: int) -> bytes:
-    out = b""
-    while n > 0x7F:
-        out, n = out + bytes([n & 0x7F | 0x80]), n >> 7
-    return out + bytes([n])
-
-
 def nested_literal(depth: int) -> bytes:
     """A Literal whose collection holds a collection ... `depth` times (two message levels each)."""
     data = b""
     for _ in range(depth):
-        collection = b"\x0a" + _varint(len(data)) + data   # LiteralCollection.literals
-        data = b"\x12" + _varint(len(collection)) + collection  # Literal.collection
+        collection = b"\x0a" + varint(len(data)) + data   # LiteralCollection.literals
+        data = b"\x12" + varint(len(collection)) + collection  # Literal.collection
     return data
 
 
@@ -62,17 +56,17 @@ def test_request_bytes_that_do_not_parse_are_invalid_argument(admin):
     assert "GetTask" in details and "not a valid protobuf encoding" in details
     # ExecutionCreateRequest.inputs (5) holds LiteralMap.literals (1) {key "x" (1), value (2): the deep literal}
     literal = nested_literal(60)
-    entry = b"\x0a\x01x" + b"\x12" + _varint(len(literal)) + literal
-    inputs = b"\x0a" + _varint(len(entry)) + entry
-    request = b"\x0a\x0bflytesnacks\x12\x0bdevelopment\x2a" + _varint(len(inputs)) + inputs
+    entry = b"\x0a\x01x" + b"\x12" + varint(len(literal)) + literal
+    inputs = b"\x0a" + varint(len(entry)) + entry
+    request = b"\x0a\x0bflytesnacks\x12\x0bdevelopment\x2a" + varint(len(inputs)) + inputs
     code, details = call(admin, "AdminService", "CreateExecution", request, raw=True)
     assert code == grpc.StatusCode.INVALID_ARGUMENT, details
     assert "deeper than protobuf's parser allows" in details
     # Nesting within the limit still parses: the same request is refused later, for its missing spec.
     literal = nested_literal(20)
-    entry = b"\x0a\x01x" + b"\x12" + _varint(len(literal)) + literal
-    inputs = b"\x0a" + _varint(len(entry)) + entry
-    request = b"\x0a\x0bflytesnacks\x12\x0bdevelopment\x2a" + _varint(len(inputs)) + inputs
+    entry = b"\x0a\x01x" + b"\x12" + varint(len(literal)) + literal
+    inputs = b"\x0a" + varint(len(entry)) + entry
+    request = b"\x0a\x0bflytesnacks\x12\x0bdevelopment\x2a" + varint(len(inputs)) + inputs
     code, details = call(admin, "AdminService", "CreateExecution", request, raw=True)
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "needs a spec" in details, details
 

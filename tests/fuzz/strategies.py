@@ -179,7 +179,7 @@ def _set(draw, msg: Message, fd: descriptor.FieldDescriptor, pools: Pools, depth
 
 # ---- bytes ---------------------------------------------------------------------------------------
 
-def _varint(n: int) -> bytes:
+def varint(n: int) -> bytes:
     out = b""
     while n > 0x7F:
         out, n = out + bytes([n & 0x7F | 0x80]), n >> 7
@@ -191,7 +191,7 @@ def deep_nesting(levels: int) -> bytes:
     is a message (an id, a literal), garbage for the others."""
     data = b""
     for _ in range(levels):
-        data = b"\x0a" + _varint(len(data)) + data
+        data = b"\x0a" + varint(len(data)) + data
     return data
 
 
