@@ -198,3 +198,21 @@ def test_a_huge_value_is_not_echoed_whole(admin):
         project=P, domain=D, name="é " * 300_000))
     assert code == grpc.StatusCode.INVALID_ARGUMENT, (code, details[:200])
     assert "message cut" in details
+
+
+def test_values_the_database_cannot_hold_are_invalid_argument(admin):
+    """SQLite stores NUL and 64-bit numbers, so these are simply not found there; PostgreSQL refuses them."""
+    from flyteidl.admin import task_execution_pb2
+
+    expected = grpc.StatusCode.NOT_FOUND if admin.ctx.db.is_sqlite else grpc.StatusCode.INVALID_ARGUMENT
+    code, details = call(admin, "AdminService", "GetExecution", execution_pb2.WorkflowExecutionGetRequest(
+        id=idpb.WorkflowExecutionIdentifier(project="flyte\x00snacks", domain=D, name="e")))
+    assert code == expected, details
+    exec_id = idpb.WorkflowExecutionIdentifier(project=P, domain=D, name="e")
+    code, details = call(admin, "AdminService", "GetTaskExecution", task_execution_pb2.TaskExecutionGetRequest(
+        id=idpb.TaskExecutionIdentifier(task_id=ident(idpb.TASK), retry_attempt=2**32 - 1,
+                                        node_execution_id=idpb.NodeExecutionIdentifier(node_id="n0",
+                                                                                      execution_id=exec_id))))
+    assert code == expected, details
+    if expected == grpc.StatusCode.INVALID_ARGUMENT:
+        assert "numbers must fit their field" in details
