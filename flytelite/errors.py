@@ -6,6 +6,8 @@ so a layer raises the error that says what went wrong and never picks codes.
 
 from __future__ import annotations
 
+import re
+
 
 class FlyteliteError(Exception):
     """Base class: the message says what happened, to which entity, and what to do."""
@@ -44,3 +46,32 @@ class Unauthenticated(FlyteliteError):
 
     grpc_code = "UNAUTHENTICATED"
     http_status = 401
+
+
+# What an error message may carry to a client. A value a client sent can be huge (a 1 MB name); echoed whole,
+# the gRPC status message overflows the client's metadata limit (8 KiB soft, 16 KiB hard) and the client sees
+# RESOURCE_EXHAUSTED instead of the real error. So any long run of text is elided in the middle, and the whole
+# message is capped in the bytes it takes once percent-encoded in the grpc-message trailer.
+MAX_VALUE_CHARS = 200
+MAX_MESSAGE_BYTES = 6000
+_LONG_RUN = re.compile(rf"\S{{{MAX_VALUE_CHARS + 1},}}")
+
+
+def _elide(text: str) -> str:
+    return f"{text[:120]}…[{len(text) - 160} more characters]…{text[-40:]}"
+
+
+def _encoded_size(char: str) -> int:
+    """Bytes one character takes in grpc-message: printable ASCII as is, everything else %XX per UTF-8 byte."""
+    return 1 if " " <= char <= "~" and char != "%" else 3 * len(char.encode("utf-8", "surrogatepass"))
+
+
+def client_message(text: str) -> str:
+    """`text` fit to travel in an error reply: long values elided, the whole capped at MAX_MESSAGE_BYTES."""
+    text = _LONG_RUN.sub(lambda m: _elide(m.group()), text)
+    budget = MAX_MESSAGE_BYTES - 40
+    for i, char in enumerate(text):
+        budget -= _encoded_size(char)
+        if budget < 0:
+            return f"{text[:i]}…[message cut, {len(text) - i} more characters]"
+    return text

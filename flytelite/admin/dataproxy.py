@@ -25,6 +25,7 @@ from sqlalchemy import select
 from flytelite.admin.grpc_errors import fill_unimplemented
 from flytelite.context import Context
 from flytelite.errors import AlreadyExists, InvalidArgument, NotFound
+from flytelite.idl.enums import enum_name
 from flytelite.storage.links import BlobLinks, blob_links
 from flytelite.storage.signing import SignedBlobs, UrlSigner, load_or_create_secret, safe_relative_path
 from flytelite.store.models import NodeExecution
@@ -49,7 +50,8 @@ class DataProxyService(dataproxy_pb2_grpc.DataProxyServiceServicer):
         limit = self.ctx.config.upload_url_seconds
         if not request.HasField("expires_in"):
             return limit
-        seconds = request.expires_in.ToTimedelta().total_seconds()
+        # From the fields, not ToTimedelta(): a Duration off the wire may lie beyond what timedelta holds.
+        seconds = request.expires_in.seconds + request.expires_in.nanos / 1e9
         if seconds < 0 or seconds > limit:
             raise InvalidArgument(f"{what}: expires_in {seconds:g}s must lie between 0 and {limit}s "
                                   "(upload_url_seconds in flytelite's config)")
@@ -108,7 +110,7 @@ class DataProxyService(dataproxy_pb2_grpc.DataProxyServiceServicer):
     def CreateDownloadLink(self, request: dataproxy_pb2.CreateDownloadLinkRequest, context):
         if request.artifact_type != dataproxy_pb2.ARTIFACT_TYPE_DECK:
             raise InvalidArgument("CreateDownloadLink supports artifact_type ARTIFACT_TYPE_DECK only, got "
-                                  f"{dataproxy_pb2.ArtifactType.Name(request.artifact_type)}")
+                                  f"{enum_name(dataproxy_pb2.ArtifactType, request.artifact_type)}")
         if not request.HasField("node_execution_id"):
             raise InvalidArgument("CreateDownloadLink needs node_execution_id")
         node_uri = self._deck_uri(request.node_execution_id)

@@ -22,6 +22,7 @@ from flytelite.admin.filters import Field, parse_time
 from flytelite.config import DEFAULT_DOMAINS
 from flytelite.context import Context
 from flytelite.errors import InvalidArgument, NotFound
+from flytelite.idl.enums import enum_name
 from flytelite.idl.ids import RESOURCE_NAMES, describe
 from flytelite.store import entities
 from flytelite.store.entities import EntityModel
@@ -71,8 +72,8 @@ def validate_identifier(ident: idpb.Identifier, resource_type: int, has_field: b
         raise InvalidArgument(f"missing {kind} identifier (project, domain, name, version)")
     if ident.resource_type not in (idpb.UNSPECIFIED, resource_type):
         raise InvalidArgument(f"identifier {describe(ident)} has resource type "
-                              f"{idpb.ResourceType.Name(ident.resource_type)}, expected "
-                              f"{idpb.ResourceType.Name(resource_type)}")
+                              f"{enum_name(idpb.ResourceType, ident.resource_type)}, expected "
+                              f"{enum_name(idpb.ResourceType, resource_type)}")
     missing = [part for part in ("project", "domain", "name", "version") if not getattr(ident, part)]
     if missing:
         raise InvalidArgument(f"{kind} identifier is missing its {', '.join(missing)} "

@@ -24,6 +24,7 @@ from flytelite.admin.event_rows import EventRows, NodeKey, node_key
 from flytelite.admin.exec_data import offload_literal_map
 from flytelite.admin.task_events import apply_task_event, event_time
 from flytelite.context import Context
+from flytelite.idl.enums import enum_name
 from flytelite.idl.phases import (
     NODE_TERMINAL,
     WORKFLOW_TERMINAL,
@@ -95,7 +96,7 @@ class EventSink:
                                                       event.output_data)
         elif event.HasField("error"):
             closure.error.CopyFrom(event.error)
-            row.error_kind = core_execution_pb2.ExecutionError.ErrorKind.Name(event.error.kind)
+            row.error_kind = enum_name(core_execution_pb2.ExecutionError.ErrorKind, event.error.kind)
         row.closure_pb = closure.SerializeToString()
 
     def _node_event(self, rows: EventRows, event: event_pb2.NodeExecutionEvent) -> None:

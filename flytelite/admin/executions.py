@@ -16,7 +16,7 @@ from flyteidl.core import identifier_pb2, literals_pb2
 from sqlalchemy import select
 
 from flytelite.admin.exec_data import ExecutionData
-from flytelite.admin.filters import Field, apply_filters, apply_sort, enum_value, page, parse_time
+from flytelite.admin.filters import Field, apply_filters, apply_sort, enum_value, number, page, parse_time
 from flytelite.admin.launch import launch_execution, relaunch_request
 from flytelite.context import Context
 from flytelite.errors import FailedPrecondition, InvalidArgument
@@ -47,7 +47,7 @@ EXECUTION_FIELDS = {
     "updated_at": Field(Execution.updated_at, utc_time),
     "execution_updated_at": Field(Execution.updated_at, utc_time),
     "started_at": Field(Execution.started_at, utc_time),
-    "duration": Field(Execution.duration, float),
+    "duration": Field(Execution.duration, number),
     "launch_plan.name": Field(Execution.launch_plan_name),
     "launch_plan.version": Field(Execution.launch_plan_version),
     "workflow.name": Field(Execution.workflow_name),

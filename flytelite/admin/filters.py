@@ -7,6 +7,7 @@ offsets as strings, as FlyteAdmin does.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ from sqlalchemy.orm import InstrumentedAttribute, Session
 from flytelite.errors import InvalidArgument
 
 MAX_LIMIT = 10_000
+# Offsets are 64-bit integers in SQL (SQLite's INTEGER, PostgreSQL's bigint); a token stays well inside.
+MAX_OFFSET = 2**62
 _FILTER = re.compile(r"^\s*(\w+)\(([^,()]+),(.*)\)\s*$")
 _OPS: dict[str, Callable[[Any, Any], Any]] = {
     "eq": lambda c, v: c == v,
@@ -48,7 +51,7 @@ def enum_value(enum) -> Callable[[str], int]:
     def parse(text: str) -> int:
         text = text.strip()
         if text.lstrip("-").isdigit():
-            return int(text)
+            return integer(text)
         try:
             return enum.Value(text.upper())
         except ValueError:
@@ -96,11 +99,36 @@ def apply_filters(query: Select, text: str, fields: dict[str, Field]) -> Select:
         if field is None:
             raise InvalidArgument(f"cannot filter on {name!r}; filterable fields: {', '.join(sorted(fields))}")
         if op in ("value_in", "value_not_in"):
-            value = [field.parse(v) for v in raw.split(";") if v != ""]
+            value = [_parse_value(field, name, v) for v in raw.split(";") if v != ""]
         else:
-            value = field.parse(raw)
+            value = _parse_value(field, name, raw)
         query = query.where(_OPS[op](field.column, value))
     return query
+
+
+def _parse_value(field: Field, name: str, text: str) -> Any:
+    try:
+        return field.parse(text)
+    except (ValueError, OverflowError) as exc:
+        if isinstance(exc, InvalidArgument):
+            raise
+        raise InvalidArgument(f"filter on {name!r}: {text.strip()!r} is not a valid value ({exc})") from None
+
+
+def integer(text: str) -> int:
+    """An integer filter value (an attempt, an enum's number) that fits the database's 64-bit integers."""
+    value = int(text)
+    if abs(value) > 2**62:
+        raise ValueError(f"{value} is beyond 2^62")
+    return value
+
+
+def number(text: str) -> float:
+    """A numeric filter value (a duration in seconds): finite, within what the database compares."""
+    value = float(text)
+    if not math.isfinite(value) or abs(value) > 2**62:
+        raise ValueError(f"{value} is not a finite number below 2^62")
+    return value
 
 
 def apply_sort(query: Select, sort_by: common_pb2.Sort | None, fields: dict[str, Field],
@@ -124,7 +152,10 @@ def page(session: Session, query: Select, limit: int, token: str) -> tuple[list,
     try:
         offset = int(token) if token else 0
     except ValueError:
-        raise InvalidArgument(f"invalid pagination token {token!r}; pass the token a previous list returned") from None
+        offset = -1
+    if not 0 <= offset <= MAX_OFFSET:
+        raise InvalidArgument(f"invalid pagination token {token!r}; pass the token a previous list returned "
+                              "(an offset between 0 and 2^62)")
     rows = list(session.scalars(query.offset(offset).limit(limit + 1)))
     more = len(rows) > limit
     return rows[:limit], str(offset + limit) if more else ""

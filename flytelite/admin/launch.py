@@ -31,6 +31,7 @@ from flytelite.admin.single_task import ensure_single_task_launch_plan
 from flytelite.context import Context
 from flytelite.errors import AlreadyExists, InvalidArgument, NotFound
 from flytelite.idl import ids
+from flytelite.idl.enums import enum_name
 from flytelite.idl.times import to_timestamp
 from flytelite.store import entities
 from flytelite.store import executions as repo
@@ -140,7 +141,7 @@ def _validate(ctx: Context, request: execution_pb2.ExecutionCreateRequest) -> No
     lp = request.spec.launch_plan
     if lp.resource_type not in (ids.LAUNCH_PLAN, ids.TASK):
         raise InvalidArgument(f"spec.launch_plan must name a launch plan or a task, not a "
-                              f"{idpb.ResourceType.Name(lp.resource_type)}")
+                              f"{enum_name(idpb.ResourceType, lp.resource_type)}")
     validate_identifier(lp, lp.resource_type)
 
 

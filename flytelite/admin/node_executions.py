@@ -13,7 +13,7 @@ from sqlalchemy import Select, select
 
 from flytelite.admin.exec_data import ExecutionData, node_flyte_urls
 from flytelite.admin.executions import TRIMMED_ERROR_LENGTH, utc_time
-from flytelite.admin.filters import Field, apply_filters, apply_sort, enum_value, page
+from flytelite.admin.filters import Field, apply_filters, apply_sort, enum_value, number, page
 from flytelite.context import Context
 from flytelite.errors import InvalidArgument
 from flytelite.idl.phases import NodePhase
@@ -28,7 +28,7 @@ NODE_EXECUTION_FIELDS = {
     "updated_at": Field(NodeExecution.updated_at, utc_time),
     "node_execution_updated_at": Field(NodeExecution.updated_at, utc_time),
     "started_at": Field(NodeExecution.started_at, utc_time),
-    "duration": Field(NodeExecution.duration, float),
+    "duration": Field(NodeExecution.duration, number),
 }
 
 

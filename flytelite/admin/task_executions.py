@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from flytelite.admin.exec_data import ExecutionData, task_flyte_urls
 from flytelite.admin.executions import utc_time
-from flytelite.admin.filters import Field, apply_filters, enum_value, page
+from flytelite.admin.filters import Field, apply_filters, enum_value, integer, number, page
 from flytelite.admin.node_executions import ordered
 from flytelite.context import Context
 from flytelite.errors import InvalidArgument
@@ -20,7 +20,7 @@ from flytelite.store.models import NodeExecution, TaskExecution
 
 TASK_EXECUTION_FIELDS = {
     "phase": Field(TaskExecution.phase, enum_value(TaskPhase)),
-    "retry_attempt": Field(TaskExecution.retry_attempt, int),
+    "retry_attempt": Field(TaskExecution.retry_attempt, integer),
     "task.name": Field(TaskExecution.task_name),
     "task.version": Field(TaskExecution.task_version),
     "created_at": Field(TaskExecution.created_at, utc_time),
@@ -28,7 +28,7 @@ TASK_EXECUTION_FIELDS = {
     "updated_at": Field(TaskExecution.updated_at, utc_time),
     "task_execution_updated_at": Field(TaskExecution.updated_at, utc_time),
     "started_at": Field(TaskExecution.started_at, utc_time),
-    "duration": Field(TaskExecution.duration, float),
+    "duration": Field(TaskExecution.duration, number),
 }
 
 

@@ -43,15 +43,18 @@ def expected_inputs(admin, ident: idpb.Identifier) -> interface_pb2.ParameterMap
 def launch(admin, form: dict[str, Any]) -> dict[str, Any]:
     """Start an execution from the launch form; InvalidArgument names the input that is wrong."""
     kind = form.get("kind", "launch_plan")
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:
         raise InvalidArgument(f"cannot launch a {kind!r}; launch a launch_plan or a task")
     ident = idpb.Identifier(resource_type=KINDS[kind], project=str(form.get("project", "")),
                             domain=str(form.get("domain", "")), name=str(form.get("name", "")),
                             version=str(form.get("version", "")))
+    texts = form.get("inputs") or {}
+    if not isinstance(texts, dict):
+        raise InvalidArgument(f"inputs must map input names to their text, got {texts!r}")
     params = expected_inputs(admin, ident).parameters
-    texts: dict[str, str] = form.get("inputs") or {}
     inputs = L.LiteralMap()
-    for name, text in texts.items():
+    for name, value in texts.items():
+        text = "" if value is None else str(value)
         if name not in params:
             raise InvalidArgument(f"{ident.name} has no input named {name!r}")
         # An empty field leaves the input to the launch plan's default (or reports it missing).
@@ -100,8 +103,9 @@ def json_action(what: str, action):
             if not isinstance(form, dict):
                 raise InvalidArgument("the form must be a JSON object")
             result = await run_in_threadpool(action, form)
-        except json.JSONDecodeError as exc:
-            return error_response(InvalidArgument(f"the form is not JSON: {exc}"), what)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            return error_response(InvalidArgument(f"the form is not JSON in UTF-8 (nested at most a few hundred "
+                                                  f"levels): {type(exc).__name__}: {exc}"), what)
         except Exception as exc:  # noqa: BLE001 - the edge: every failure becomes a JSON error the page shows
             return error_response(exc, what)
         return JSONResponse(result)

@@ -16,9 +16,8 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from flytelite.admin.dataproxy import DataProxyService, signed_blobs
-from flytelite.admin.service import AdminService
-from flytelite.admin.signals import SignalService
+from flytelite.admin.dataproxy import signed_blobs
+from flytelite.admin.grpc_services import servicers
 from flytelite.auth.http import AuthMiddleware, auth_routes
 from flytelite.console import actions, entity_pages, list_pages, views
 from flytelite.console.execution_page import execution_page
@@ -27,7 +26,7 @@ from flytelite.console.logs import log_endpoint
 from flytelite.console.rest import rest_routes, unknown_api
 from flytelite.console.transfer import Transfers
 from flytelite.context import Context
-from flytelite.errors import FlyteliteError, InvalidArgument, NotFound
+from flytelite.errors import FlyteliteError, InvalidArgument, NotFound, client_message
 from flytelite.storage.links import blob_links
 from flytelite.storage.signing import DOWNLOAD_ROUTE, UPLOAD_ROUTE, SignedBlobs
 
@@ -39,9 +38,8 @@ STATIC = Path(__file__).parent / "static"
 def build_app(ctx: Context) -> Starlette:
     signed = signed_blobs(ctx)
     transfers = Transfers(ctx, signed)
-    admin = AdminService(ctx)
-    signals = SignalService(ctx)
-    servicers = {"AdminService": admin, "SignalService": signals, "DataProxyService": DataProxyService(ctx)}
+    by_name = servicers(ctx)
+    admin, signals = by_name["AdminService"], by_name["SignalService"]
 
     async def healthz(_request: Request) -> Response:
         return PlainTextResponse("ok" if ctx.ready else "starting", status_code=200 if ctx.ready else 503)
@@ -54,9 +52,10 @@ def build_app(ctx: Context) -> Starlette:
             try:
                 return HTMLResponse(render(request, p.get("project", ""), domain))
             except NotFound as exc:
-                return HTMLResponse(not_found_page(str(exc)), status_code=404)
+                return HTMLResponse(not_found_page(client_message(str(exc))), status_code=404)
             except FlyteliteError as exc:
-                return HTMLResponse(layout("Error", f"<h1>Error</h1><div class='error'><pre>{esc(str(exc))}</pre></div>"),
+                message = esc(client_message(str(exc)))
+                return HTMLResponse(layout("Error", f"<h1>Error</h1><div class='error'><pre>{message}</pre></div>"),
                                     status_code=exc.http_status)
         return handler
 
@@ -86,7 +85,7 @@ def build_app(ctx: Context) -> Starlette:
         Route("/healthz", healthz),
         Route("/favicon.ico", lambda _r: Response(status_code=204)),
         Route("/", lambda _r: RedirectResponse("/console")),
-        *rest_routes(servicers),
+        *rest_routes(by_name),
         Route("/api/{rest:path}", unknown_api, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
         Route("/console/api/launch", actions.json_action("launch", lambda form: actions.launch(admin, form)),
               methods=["POST"]),

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
 
 from flytelite.context import Context
+from flytelite.errors import client_message
 
 # The follow view shows the end of a log; the whole file is one click away.
 FOLLOW_TAIL_BYTES = 256 * 1024
@@ -22,10 +23,14 @@ OFFSET_CHUNK_BYTES = 256 * 1024
 
 
 def resolve_log(logs_dir: Path, relative: str) -> Path | None:
-    """The log file `relative` names under `logs_dir`, or None if it is missing or lies outside."""
+    """The log file `relative` names under `logs_dir`, or None if it is missing, lies outside, or cannot
+    name a file at all (a NUL byte, a name longer than the file system allows)."""
     root = logs_dir.resolve()
-    target = (root / relative).resolve()
-    if not target.is_relative_to(root) or target == root or not target.is_file():
+    try:
+        target = (root / relative).resolve()
+        if not target.is_relative_to(root) or target == root or not target.is_file():
+            return None
+    except (ValueError, OSError):
         return None
     return target
 
@@ -35,7 +40,8 @@ def log_endpoint(ctx: Context):
         relative = request.path_params["path"]
         target = resolve_log(ctx.config.logs_dir, relative)
         if target is None:
-            return PlainTextResponse(f"no log file {relative!r} under flytelite's logs folder\n", status_code=404)
+            return PlainTextResponse(client_message(f"no log file {relative!r} under flytelite's logs folder") + "\n",
+                                     status_code=404)
         offset = request.query_params.get("offset")
         if offset is not None:
             if not offset.isdigit():

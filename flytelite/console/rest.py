@@ -18,7 +18,6 @@ import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from flyteidl.service import admin_pb2, dataproxy_pb2, signal_pb2
 from google.api import annotations_pb2
 from google.protobuf import descriptor, json_format, message_factory
 from google.protobuf.message import DecodeError, Message
@@ -27,7 +26,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from flytelite.errors import FlyteliteError, InvalidArgument, NotFound, Unimplemented
+from flytelite.admin.grpc_services import GRPC_SERVICES
+from flytelite.errors import FlyteliteError, InvalidArgument, NotFound, Unimplemented, client_message
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,6 @@ PROTOBUF = "application/octet-stream"
 # grpc.StatusCode numbers, for the `code` field of error bodies (grpc-gateway's shape).
 _GRPC_CODES = {"INVALID_ARGUMENT": 3, "NOT_FOUND": 5, "ALREADY_EXISTS": 6, "FAILED_PRECONDITION": 9,
                "UNIMPLEMENTED": 12, "INTERNAL": 13, "UNAUTHENTICATED": 16}
-_SERVICES = ((admin_pb2, "AdminService"), (signal_pb2, "SignalService"), (dataproxy_pb2, "DataProxyService"))
 _FD = descriptor.FieldDescriptor
 
 
@@ -71,9 +70,9 @@ class RestRoute:
 def flyte_routes() -> list[RestRoute]:
     """Every HTTP binding declared in flyteidl's AdminService, SignalService and DataProxyService."""
     routes = []
-    for module, service_name in _SERVICES:
-        service = module.DESCRIPTOR.services_by_name[service_name]
-        for method in service.methods:
+    for service in GRPC_SERVICES:
+        service_name = service.name
+        for method in service.descriptor.methods:
             options = method.GetOptions()
             if not options.HasExtension(annotations_pb2.http):
                 continue
@@ -99,10 +98,20 @@ def set_field(msg: Message, dotted: str, text: str) -> None:
         target = getattr(target, field.name)
     field = _field(target, leaf, dotted)
     value = _scalar(field, text, dotted)
-    if _repeated(field):
-        getattr(target, field.name).append(value)
-    else:
-        setattr(target, field.name, value)
+    try:
+        if _repeated(field):
+            getattr(target, field.name).append(value)
+        else:
+            setattr(target, field.name, value)
+    except (ValueError, TypeError) as exc:  # out of the field's range: ?limit=-1 for a uint32
+        kind = _type_name(field)
+        raise InvalidArgument(f"parameter {dotted!r}: {text!r} is out of range for a {kind} ({exc})") from None
+
+
+def _type_name(field: descriptor.FieldDescriptor) -> str:
+    """`uint32`, `int64`, ... as the proto declares the field."""
+    names = {v: k.removeprefix("TYPE_").lower() for k, v in vars(_FD).items() if k.startswith("TYPE_")}
+    return names.get(field.type, "field")
 
 
 def _repeated(field: descriptor.FieldDescriptor) -> bool:
@@ -155,7 +164,7 @@ async def build_request(route: RestRoute, request: Request) -> Message:
                     msg.ParseFromString(raw)
                 else:
                     json_format.Parse(raw, msg, ignore_unknown_fields=True)
-            except (json_format.ParseError, DecodeError, UnicodeDecodeError) as exc:
+            except (json_format.ParseError, DecodeError, UnicodeDecodeError, RecursionError) as exc:
                 raise InvalidArgument(f"request body is not a valid {msg.DESCRIPTOR.full_name}: {exc}") from exc
     else:
         for key, value in request.query_params.multi_items():
@@ -179,12 +188,12 @@ def encode(msg: Message, accept: str) -> Response:
 
 def error_response(exc: Exception, what: str) -> JSONResponse:
     if isinstance(exc, FlyteliteError):
-        status, code, message = exc.http_status, exc.grpc_code, str(exc)
+        status, code, message = exc.http_status, exc.grpc_code, client_message(str(exc))
     elif isinstance(exc, NotImplementedError):
-        status, code, message = 501, "UNIMPLEMENTED", f"{what} is not implemented by flytelite yet. {exc}"
+        status, code, message = 501, "UNIMPLEMENTED", client_message(f"{what} is not implemented by flytelite yet. {exc}")
     else:
         log.exception("%s failed", what)
-        status, code, message = 500, "INTERNAL", f"{what} failed inside flytelite: {type(exc).__name__}: {exc}"
+        status, code, message = 500, "INTERNAL", client_message(f"{what} failed inside flytelite: {type(exc).__name__}: {exc}")
     return JSONResponse({"error": message, "message": message, "code": _GRPC_CODES.get(code, 13), "details": []},
                         status_code=status)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from flyteidl.core import execution_pb2 as ex
 
+from flytelite.idl.enums import enum_name
+
 WorkflowPhase = ex.WorkflowExecution.Phase
 NodePhase = ex.NodeExecution.Phase
 TaskPhase = ex.TaskExecution.Phase
@@ -19,12 +21,12 @@ TASK_TERMINAL = frozenset({TaskPhase.SUCCEEDED, TaskPhase.FAILED, TaskPhase.ABOR
 
 
 def workflow_phase_name(phase: int) -> str:
-    return WorkflowPhase.Name(phase)
+    return enum_name(WorkflowPhase, phase)
 
 
 def node_phase_name(phase: int) -> str:
-    return NodePhase.Name(phase)
+    return enum_name(NodePhase, phase)
 
 
 def task_phase_name(phase: int) -> str:
-    return TaskPhase.Name(phase)
+    return enum_name(TaskPhase, phase)

@@ -12,10 +12,9 @@ from concurrent import futures
 
 import grpc
 import uvicorn
-from flyteidl.service import admin_pb2_grpc, auth_pb2_grpc, dataproxy_pb2_grpc, signal_pb2_grpc
+from flyteidl.service import auth_pb2_grpc
 
 from flytelite.admin.bootstrap import ensure_default_project
-from flytelite.admin.dataproxy import DataProxyService
 from flytelite.admin.engine_clients import (
     AdminLaunchPlanExecutor,
     AdminRecoveryClient,
@@ -24,9 +23,8 @@ from flytelite.admin.engine_clients import (
 )
 from flytelite.admin.events import EventSink
 from flytelite.admin.grpc_errors import ErrorInterceptor
+from flytelite.admin.grpc_services import GRPC_SERVICES
 from flytelite.admin.message_limits import MessageLimitInterceptor, server_options
-from flytelite.admin.service import AdminService
-from flytelite.admin.signals import SignalService
 from flytelite.auth.grpc import AuthInterceptor, AuthMetadataService
 from flytelite.auth.setup import build_auth
 from flytelite.config import Config
@@ -150,7 +148,9 @@ class FlyteliteServer:
         """gRPC (FlyteAdmin's services) and HTTP (console, REST, uploads) behind one public port."""
         cfg = self.config
         # The public port first: signed URLs and log links need the address clients use.
-        http_sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP. Without it a
+        # keep-alive response's body waits ~40 ms behind its headers (Nagle against a delayed ACK).
+        http_sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         http_sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         http_sock.bind(("127.0.0.1", 0))
         self._grpc = grpc.server(
@@ -165,9 +165,8 @@ class FlyteliteServer:
         self._mux = PortMux(cfg.host, cfg.port, grpc_port, http_sock.getsockname()[1], tls=_tls_context(cfg))
         self.port = await self._mux.start()
         ctx.public_url = ctx.public_url or f"{'https' if cfg.tls else 'http'}://localhost:{self.port}"
-        admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminService(ctx), self._grpc)
-        dataproxy_pb2_grpc.add_DataProxyServiceServicer_to_server(DataProxyService(ctx), self._grpc)
-        signal_pb2_grpc.add_SignalServiceServicer_to_server(SignalService(ctx), self._grpc)
+        for service in GRPC_SERVICES:
+            service.add_to_server(service.servicer(ctx), self._grpc)
         if ctx.auth is not None:
             auth_pb2_grpc.add_AuthMetadataServiceServicer_to_server(AuthMetadataService(ctx.auth), self._grpc)
         self._grpc.start()

@@ -1,7 +1,9 @@
 """Database access: one engine, short sessions, migrations to head on start.
 
 SQLite (the default, a file under the home) and PostgreSQL (`postgresql+psycopg://...`, psycopg 3)
-run the same schema and queries; what differs between them is set up here and nowhere else.
+run the same schema and queries; what differs between them is set up here and nowhere else. A value the
+database refuses (PostgreSQL's text cannot hold NUL, its integers are 32 or 64 bits) came from a request:
+it is InvalidArgument, on both.
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import create_engine, event
+from sqlalchemy.exc import DataError
 from sqlalchemy.orm import Session, sessionmaker
+
+from flytelite.errors import InvalidArgument
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
@@ -40,6 +45,11 @@ class Database:
         try:
             yield session
             session.commit()
+        except DataError as exc:
+            session.rollback()
+            reason = str(exc.orig).splitlines()[0] if exc.orig is not None else str(exc)
+            raise InvalidArgument(f"the database cannot take a value of this request: {reason}; text must not "
+                                  "contain NUL characters and numbers must fit their field") from None
         except BaseException:
             session.rollback()
             raise

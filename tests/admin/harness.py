@@ -1,5 +1,6 @@
-"""A real AdminService in this process (real SQLite file and blob folder, real gRPC server) and ways to
-reach it: a plain gRPC stub for exact codes and messages, flytekit's client and FlyteRemote."""
+"""A real AdminService in this process (real SQLite file and blob folder, real gRPC server, with the
+DataProxyService and SignalService beside it as the server has them) and ways to reach it: a plain gRPC
+stub for exact codes and messages, flytekit's client and FlyteRemote."""
 
 from __future__ import annotations
 
@@ -21,8 +22,7 @@ from flytekit.remote import FlyteRemote
 from flytekit.tools.translator import get_serializable
 
 from flytelite.admin.grpc_errors import ErrorInterceptor
-from flytelite.admin.named_entities import NamedEntitiesApi
-from flytelite.admin.service import AdminService
+from flytelite.admin.grpc_services import GRPC_SERVICES
 from flytelite.config import Config as FlyteliteConfig
 from flytelite.server.app import build_context
 from flytelite.testing import database_url_for
@@ -30,28 +30,24 @@ from flytelite.testing import database_url_for
 P, D = "flytesnacks", "development"
 
 
-# AdminService with named entities, until service.py composes NamedEntitiesApi itself.
-Service = AdminService if issubclass(AdminService, NamedEntitiesApi) else type(
-    "Service", (NamedEntitiesApi, AdminService), {})
-
-
 def start_admin(tmp_path):
     """Yields an Admin over a fresh home; the fixture in conftest.py drives it."""
     ctx = build_context(FlyteliteConfig(home=tmp_path / "home", database_url=database_url_for(tmp_path / "home")))
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), interceptors=[ErrorInterceptor()])
-    admin_pb2_grpc.add_AdminServiceServicer_to_server(Service(ctx), server)
+    for service in GRPC_SERVICES:
+        service.add_to_server(service.servicer(ctx), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-    yield Admin(ctx, admin_pb2_grpc.AdminServiceStub(channel), f"localhost:{port}")
+    yield Admin(ctx, admin_pb2_grpc.AdminServiceStub(channel), f"localhost:{port}", channel)
     channel.close()
     server.stop(0)
     ctx.db.dispose()
 
 
 class Admin:
-    def __init__(self, ctx, stub, endpoint):
-        self.ctx, self.stub, self.endpoint = ctx, stub, endpoint
+    def __init__(self, ctx, stub, endpoint, channel=None):
+        self.ctx, self.stub, self.endpoint, self.channel = ctx, stub, endpoint, channel
         self.client = SynchronousFlyteClient(PlatformConfig(endpoint=endpoint, insecure=True))
 
     def remote(self) -> FlyteRemote:

@@ -45,3 +45,18 @@ def test_launch_errors_come_back_as_json(console):
     assert requests.post(f"{console.url}/console/api/launch", data=b"[1]").status_code == 400
     assert requests.post(f"{console.url}/console/api/launch", json={"kind": "workflow"}).json()["error"].startswith(
         "cannot launch a 'workflow'")
+
+
+def test_forms_that_are_not_what_an_action_reads_are_400(console):
+    for action in ("launch", "signals"):
+        for body in (b"\xff\xfe", b"[" * 100_000 + b"]" * 100_000):
+            resp = requests.post(f"{console.url}/console/api/{action}", data=body)
+            assert resp.status_code == 400, (action, resp.text[:200])
+            assert "the form is not JSON in UTF-8" in resp.json()["error"]
+    for form, message in [({"kind": {"a": 1}}, "cannot launch a {'a': 1}"),
+                          ({"kind": ["task"]}, "cannot launch a ['task']"),
+                          ({"name": "x", "inputs": ["a"]}, "inputs must map input names to their text")]:
+        resp = requests.post(f"{console.url}/console/api/launch", json={"project": "flytesnacks",
+                                                                         "domain": "development", **form})
+        assert resp.status_code == 400, resp.text[:300]
+        assert message in resp.json()["error"]

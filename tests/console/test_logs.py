@@ -72,3 +72,10 @@ def test_log_streams_from_an_offset(console):
     # An offset past the end (the viewer of an older file) starts over.
     assert requests.get(url, params={"offset": 500}).text == "line one\nline two\n"
     assert requests.get(url, params={"offset": "-1"}).status_code == 400
+
+
+def test_paths_that_name_no_file_are_404(console):
+    for path in ["/logs/a%00b.log", "/logs/" + "a" * 5000, "/logs/" + "d/" * 3000 + "x.log"]:
+        status, body = raw_get(console, path)
+        assert status == 404, (path[:40], body[:200])
+        assert b"no log file" in body and len(body) < 1000

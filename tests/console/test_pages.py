@@ -186,6 +186,14 @@ def test_index_lists_projects_and_the_executions_list_shows_runs(console):
     assert elsewhere.status_code == 404 and "/console/nothing/here" in elsewhere.text
 
 
+def test_executions_list_with_a_token_out_of_range_says_so(console):
+    add_execution(console.ctx, "exec7", E.WorkflowExecution.SUCCEEDED)
+    for token in (str(2**63), "-1"):
+        resp = requests.get(f"{console.url}/console/projects/flytesnacks/executions", params={"token": token})
+        assert resp.status_code == 200, resp.text[:300]
+        assert "invalid pagination token" in resp.text and "First page" in resp.text
+
+
 def test_healthz_follows_ready(console):
     assert requests.get(f"{console.url}/healthz").status_code == 200
     console.ctx.ready = False

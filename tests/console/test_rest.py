@@ -122,3 +122,32 @@ def test_enum_path_parameters_take_names_or_numbers(console):
                             headers=JSON)
         assert resp.status_code == 200, resp.text
         assert resp.json()["entities"] == []
+
+
+def test_numbers_outside_their_fields_range_are_400(console):
+    base = f"{console.url}/api/v1/executions/flytesnacks/development"
+    for limit in ("-1", str(2**32)):
+        resp = requests.get(base, params={"limit": limit}, headers=JSON)
+        assert resp.status_code == 400, resp.text
+        assert resp.json()["code"] == 3
+        assert f"parameter 'limit': '{limit}' is out of range for a uint32" in resp.json()["error"]
+    for token in (str(2**63), "99999999999999999999", "-5"):
+        resp = requests.get(base, params={"token": token}, headers=JSON)
+        assert resp.status_code == 400 and "invalid pagination token" in resp.json()["error"], resp.text
+    resp = requests.get(base, params={"filters": "gte(duration,abc)"}, headers=JSON)
+    assert resp.status_code == 400 and "filter on 'duration': 'abc'" in resp.json()["error"], resp.text
+
+
+def test_unknown_enum_values_in_bodies_are_400(console):
+    task = requests.post(f"{console.url}/api/v1/tasks", json={
+        "id": {"resourceType": 999, "project": "flytesnacks", "domain": "development", "name": "t", "version": "v"}})
+    assert task.status_code == 400 and "999 (not a ResourceType value)" in task.json()["error"], task.text
+    link = requests.post(f"{console.url}/api/v1/dataproxy/artifact_link", json={"artifactType": 999})
+    assert link.status_code == 400 and "got 999 (not a ArtifactType value)" in link.json()["error"], link.text
+
+
+def test_a_huge_value_in_a_body_is_not_echoed_whole(console):
+    resp = requests.post(f"{console.url}/api/v1/executions", json={
+        "project": "flytesnacks", "domain": "development", "name": "x" * (1 << 20)})
+    assert resp.status_code == 400, resp.text[:300]
+    assert "more characters" in resp.json()["error"] and len(resp.content) < 20_000

@@ -68,3 +68,26 @@ def test_unimplemented_rpc_names_itself(stub):
     code, details = code_of(stub.ListMatchableAttributes, matchable_resource_pb2.ListMatchableAttributesRequest())
     assert code == grpc.StatusCode.UNIMPLEMENTED
     assert "ListMatchableAttributes" in details
+
+
+def test_bytes_that_do_not_parse_are_invalid_argument_on_every_service(server):
+    from flytelite.admin.grpc_services import GRPC_SERVICES
+
+    channel = grpc.insecure_channel(server.endpoint)
+    try:
+        for service in GRPC_SERVICES:
+            for method in service.descriptor.methods:
+                rpc = channel.unary_unary(f"/{service.descriptor.full_name}/{method.name}")
+                code, details = code_of(rpc, b"\x0a\xff\xff\xff\xff\x0f")  # a length past the end
+                assert code == grpc.StatusCode.INVALID_ARGUMENT, (method.name, details)
+                assert "does not parse" in details
+    finally:
+        channel.close()
+
+
+def test_a_huge_id_is_answered_with_the_real_error(stub):
+    huge = "p" * (1 << 20)
+    code, details = code_of(stub.GetExecution, execution_pb2.WorkflowExecutionGetRequest(
+        id=identifier_pb2.WorkflowExecutionIdentifier(project=huge, domain="development", name="e")))
+    assert code == grpc.StatusCode.NOT_FOUND, details[:300]
+    assert "more characters" in details
