@@ -4,6 +4,7 @@ sends them; an SMTP server that is down at first gets its mail once it is up, ac
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 import pytest
 from flyteidl.admin import common_pb2, execution_pb2
@@ -31,6 +32,14 @@ def _register(server, tmp_path, version: str):
     return remote_for(server).fetch_launch_plan(name="notify_lp", version=version)
 
 
+POLL = timedelta(milliseconds=200)
+
+
+def _run(remote, lp, inputs, options=None):
+    # FlyteRemote's own wait polls every 30 s.
+    return remote.wait(remote.execute(lp, inputs=inputs, options=options), poll_interval=POLL, sync_nodes=False)
+
+
 def _execute_with_own_notifications(remote, lp, template: str):
     own = common_pb2.Notification(phases=[WorkflowExecutionPhase.SUCCEEDED], email=common_pb2.EmailNotification(
         recipients_email=["me@example.com"], template=template))
@@ -41,7 +50,7 @@ def _execute_with_own_notifications(remote, lp, template: str):
         inputs=literals_pb2.LiteralMap(literals={"x": literals_pb2.Literal(scalar=literals_pb2.Scalar(
             primitive=literals_pb2.Primitive(integer=1)))}))
     created = RawSynchronousFlyteClient.create_execution(remote.client, request)
-    return remote.wait(remote.fetch_execution(name=created.id.name))
+    return remote.wait(remote.fetch_execution(name=created.id.name), poll_interval=POLL, sync_nodes=False)
 
 
 @pytest.fixture
@@ -58,14 +67,14 @@ def test_launch_plan_and_execution_notifications(tmp_path, mailsink):
     try:
         remote = remote_for(server)
         lp = _register(server, tmp_path, uuid.uuid4().hex[:8])
-        ok = remote.execute(lp, inputs={"x": 3}, wait=True)
+        ok = _run(remote, lp, inputs={"x": 3})
         [mail] = mailsink.wait_for(1)
         assert mail.rcpt_tos == ["team@example.com"] and mail.mail_from == "flyte@example.org"
         assert mail.subject == f'Notice: Execution "{ok.id.name}" has succeeded in "development".'
         assert f"/console/projects/flytesnacks/domains/development/executions/{ok.id.name}" in mail.body
         assert mail.message.get_content_type() == "text/html"
 
-        bad = remote.execute(lp, inputs={"x": -1}, wait=True)
+        bad = _run(remote, lp, inputs={"x": -1})
         assert bad.closure.phase == WorkflowExecutionPhase.FAILED
         mails = mailsink.wait_for(3)[1:]
         assert sorted(m.rcpt_tos[0] for m in mails) == ["alerts@example.slack.com", "oncall@example.pagerduty.com"]
@@ -74,7 +83,7 @@ def test_launch_plan_and_execution_notifications(tmp_path, mailsink):
             assert "x must not be negative, got -1" in m.body and "The execution failed with error: [" in m.body
 
         # Disabling all sends nothing: had it, its mail would come before the next execution's.
-        remote.execute(lp, inputs={"x": 2}, wait=True, options=Options(disable_notifications=True))
+        _run(remote, lp, inputs={"x": 2}, options=Options(disable_notifications=True))
         # The execution's own list replaces the launch plan's, with its own body template. (flytekit 1.16's
         # Options(notifications=...) never reaches the wire: its ExecutionSpec sets disable_all after
         # notifications, the same proto oneof. The request goes through flytekit's raw client instead.)
@@ -94,7 +103,7 @@ def test_smtp_down_then_up_across_a_restart(tmp_path):
     try:
         remote = remote_for(server)
         lp = _register(server, tmp_path, uuid.uuid4().hex[:8])
-        execution = remote.execute(lp, inputs={"x": 5}, wait=True)
+        execution = _run(remote, lp, inputs={"x": 5})
         assert execution.closure.phase == WorkflowExecutionPhase.SUCCEEDED
         wait_for(lambda: "(attempt 2)" in server.log_text(), "two failed delivery attempts in the server log")
         assert f"notification e-mail of execution flytesnacks/development/{execution.id.name}" in server.log_text()
@@ -104,7 +113,7 @@ def test_smtp_down_then_up_across_a_restart(tmp_path):
         [mail] = sink.wait_for(1)
         assert execution.id.name in mail.subject and mail.rcpt_tos == ["team@example.com"]
         # Sent once: a later execution's mail arrives and it is the only other one.
-        other = remote.execute(lp, inputs={"x": 6}, wait=True)
+        other = _run(remote, lp, inputs={"x": 6})
         mails = sink.wait_for(2)
         assert other.id.name in mails[1].subject and len(sink.received()) == 2
     finally:

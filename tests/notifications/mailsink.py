@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from aiosmtpd.controller import Controller
 
-
 # Recipients at this domain are refused for good (550), as a mail server refuses an unknown mailbox.
 REFUSED_DOMAIN = "@refused.example"
 
