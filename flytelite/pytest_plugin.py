@@ -70,6 +70,9 @@ class ServerPool:
         if server is None:
             folder = Path(tempfile.mkdtemp(prefix=f"flytelite-pytest-{self.worker}-"))
             server = make_server(folder, config)
+            # The server's and its tasks' temporary files (flytekit makes folders at import) go with the folder.
+            (folder / "tmp").mkdir()
+            server.env = {**os.environ, "TMPDIR": str(folder / "tmp")}
             try:
                 server.start()
             except BaseException:

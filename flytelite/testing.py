@@ -41,6 +41,8 @@ class RunningServer:
     extra_args: list[str] = field(default_factory=list)
     # `flytelite start --role`: an "engine" replica serves no port; it is ready once it says so.
     role: str = "all"
+    # The server's environment (its task processes inherit it); None: this process's.
+    env: dict[str, str] | None = None
 
     @property
     def endpoint(self) -> str:
@@ -62,7 +64,7 @@ class RunningServer:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "flytelite.cli", "start", "--port", str(self.port), "--home", str(self.home),
              "--host", "127.0.0.1", "--role", self.role, *self.extra_args],
-            stdout=log, stderr=subprocess.STDOUT,
+            stdout=log, stderr=subprocess.STDOUT, env=self.env,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
