@@ -3,6 +3,7 @@ sends them; an SMTP server that is down at first gets its mail once it is up, ac
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from datetime import timedelta
 
@@ -61,12 +62,20 @@ def mailsink():
     sink.stop()
 
 
-def test_launch_plan_and_execution_notifications(tmp_path, mailsink):
-    server = make_server(tmp_path, _config(mailsink.port))
+@contextlib.contextmanager
+def _notifying_server(tmp_path, smtp_port: int):
+    """A server sending to `smtp_port`, a FlyteRemote on it and the registered notify_lp."""
+    server = make_server(tmp_path, _config(smtp_port))
     server.start()
     try:
-        remote = remote_for(server)
-        lp = _register(server, tmp_path, uuid.uuid4().hex[:8])
+        yield server, remote_for(server), _register(server, tmp_path, uuid.uuid4().hex[:8])
+    finally:
+        if server.proc is not None:
+            server.stop()
+
+
+def test_launch_plan_and_execution_notifications(tmp_path, mailsink):
+    with _notifying_server(tmp_path, mailsink.port) as (_server, remote, lp):
         ok = _run(remote, lp, inputs={"x": 3})
         [mail] = mailsink.wait_for(1)
         assert mail.rcpt_tos == ["team@example.com"] and mail.mail_from == "flyte@example.org"
@@ -92,30 +101,24 @@ def test_launch_plan_and_execution_notifications(tmp_path, mailsink):
         assert m.rcpt_tos == ["me@example.com"] and mine.id.name in m.subject
         assert m.body.strip() == f"done: {mine.id.name} of notify_lp"
         assert len(mailsink.received()) == 4
-    finally:
-        server.stop()
 
 
 def test_smtp_down_then_up_across_a_restart(tmp_path):
-    sink = MailSink(free_port())
-    server = make_server(tmp_path, _config(sink.port))
-    server.start()
+    sink = MailSink(free_port())  # not listening yet
     try:
-        remote = remote_for(server)
-        lp = _register(server, tmp_path, uuid.uuid4().hex[:8])
-        execution = _run(remote, lp, inputs={"x": 5})
-        assert execution.closure.phase == WorkflowExecutionPhase.SUCCEEDED
-        wait_for(lambda: "(attempt 2)" in server.log_text(), "two failed delivery attempts in the server log")
-        assert f"notification e-mail of execution flytesnacks/development/{execution.id.name}" in server.log_text()
-        server.stop()
-        sink.start()
-        server.start()
-        [mail] = sink.wait_for(1)
-        assert execution.id.name in mail.subject and mail.rcpt_tos == ["team@example.com"]
-        # Sent once: a later execution's mail arrives and it is the only other one.
-        other = _run(remote, lp, inputs={"x": 6})
-        mails = sink.wait_for(2)
-        assert other.id.name in mails[1].subject and len(sink.received()) == 2
+        with _notifying_server(tmp_path, sink.port) as (server, remote, lp):
+            execution = _run(remote, lp, inputs={"x": 5})
+            assert execution.closure.phase == WorkflowExecutionPhase.SUCCEEDED
+            wait_for(lambda: "(attempt 2)" in server.log_text(), "two failed delivery attempts in the server log")
+            assert f"e-mail of execution flytesnacks/development/{execution.id.name}" in server.log_text()
+            server.stop()
+            sink.start()
+            server.start()
+            [mail] = sink.wait_for(1)
+            assert execution.id.name in mail.subject and mail.rcpt_tos == ["team@example.com"]
+            # Sent once: a later execution's mail arrives and it is the only other one.
+            other = _run(remote, lp, inputs={"x": 6})
+            mails = sink.wait_for(2)
+            assert other.id.name in mails[1].subject and len(sink.received()) == 2
     finally:
-        server.stop()
         sink.stop()

@@ -66,3 +66,19 @@ def test_execution_list_overrides_launch_plan_and_disable_all():
     spec = execution_pb2.ExecutionSpec(notifications=execution_pb2.NotificationList(notifications=[own]))
     assert execution_notifications(lp_notes, spec) == [own]
     assert execution_notifications(lp_notes, execution_pb2.ExecutionSpec(disable_all=True)) == []
+
+
+def test_config_section_and_its_checks(tmp_path):
+    import pytest
+
+    from flytelite.config import Config
+
+    path = tmp_path / "flytelite.yaml"
+    path.write_text("notifications:\n  smtp_host: mail.example.com\n  smtp_port: 587\n  starttls: always\n")
+    cfg = Config.load(path).notifications
+    assert cfg.enabled and cfg.smtp_port == 587 and cfg.starttls == "always"
+    assert cfg.subject.startswith("Notice: Execution")
+    assert not Config().notifications.enabled
+    path.write_text("notifications:\n  starttls: sometimes\n")
+    with pytest.raises(ValueError, match="notifications.starttls must be one of auto, always, never"):
+        Config.load(path)
