@@ -6,6 +6,7 @@ Sections (each row a median of several runs; slow baselines get fewer, the table
   a 10,000-item map task;
 - 1,000 concurrent executions through a real server's gRPC API (benchmarks/concurrent.py), no-op plugin;
 - real flytekit tasks through a real server, warm workers on and off (benchmarks/real_tasks.py);
+- the pytest plugin (benchmarks/pytest_plugin.py): its server ready, a hello-world test;
 - postgresql (benchmarks/postgres.py): the engine-only rows and the 1,000 concurrent executions on a
   throwaway PostgreSQL cluster, the latter with 1 and with 3 replicas (skipped when PostgreSQL's server
   binaries are not installed).
@@ -16,7 +17,7 @@ measuring would slow the disk under the next row).
     python -m benchmarks.run [--runs N] [--out PATH] [--only SECTION[,SECTION...]]
     make bench BENCH_ARGS="--only postgresql --runs 1"
 
-`--only` measures some sections (engine, concurrent, real, postgresql); such a partial run writes
+`--only` measures some sections (engine, concurrent, real, postgresql, kubernetes, pytest); such a partial run writes
 benchmarks/results/partial.md unless --out says otherwise, so latest.md always holds a whole run.
 """
 
@@ -40,6 +41,7 @@ from benchmarks.concurrent import concurrent_rows
 from benchmarks.engine_only import engine_rows
 from benchmarks.k8s_pods import k8s_rows
 from benchmarks.postgres import postgres_rows
+from benchmarks.pytest_plugin import pytest_plugin_rows
 from benchmarks.real_tasks import real_rows
 from benchmarks.table import render
 
@@ -55,10 +57,11 @@ def sections(root: Path, runs: int) -> dict[str, tuple[str, Callable[[], list[Ro
         "real": ("real tasks", lambda: real_rows(root, runs=runs, local_runs=3)),
         "postgresql": ("PostgreSQL, 1 and 3 replicas", lambda: postgres_rows(root, runs=runs)),
         "kubernetes": ("tasks as Kubernetes pods", lambda: k8s_rows(root, runs=runs)),
+        "pytest": ("pytest plugin", lambda: pytest_plugin_rows(runs=runs)),
     }
 
 
-SECTION_NAMES = ("engine", "concurrent", "real", "postgresql", "kubernetes")
+SECTION_NAMES = ("engine", "concurrent", "real", "postgresql", "kubernetes", "pytest")
 
 
 def machine() -> str:
@@ -140,6 +143,8 @@ How each row is measured (see the modules in benchmarks/ for the code):
 - *Kubernetes*: the project's single-node cluster (scripts/k8s, flytelite/testing_k8s.py) started for the
   run; python tasks as pods of the skeleton image running the project's venv through hostPath mounts
   (a cold interpreter per pod), beside the same workflows as warm local processes on another server.
+- *pytest plugin*: `flytelite_server`'s start (a fresh temporary home, until /healthz answers) and the
+  example project's hello test (`flytelite_run`: fast registration of its module, the run, its outputs).
 - *flytekit local*: the same workflow function called in this Python process (flytekit's local execution).
 """
 

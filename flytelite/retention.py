@@ -2,7 +2,8 @@
 
 What goes, for an execution that ended before the cutoff (`flytelite gc --older-than`, or the server's
 `gc.older_than` every `gc.interval_seconds` on the replica that leads the "gc" leadership):
-its rows (execution, tags, node and task executions, the engine's FlyteWorkflow, signals), its data dir
+its rows (execution, tags, node and task executions, the engine's FlyteWorkflow, signals, its notification
+e-mails), its data dir
 (inputs, outputs, offloaded literals, decks, errors), the raw outputs of its task attempts
 (`<raw prefix>/<shard>/<execution>-<node>-<attempt>`, FlytePropeller's per-attempt prefix), its task logs and
 work folders; and cache entries created before the cutoff, with their copied outputs.
@@ -35,6 +36,7 @@ from flytelite.store.models import (
     ExecutionTag,
     FlyteWorkflow,
     NodeExecution,
+    NotificationOutbox,
     Signal,
     TaskExecution,
 )
@@ -178,6 +180,7 @@ def _remove_executions(ctx: Context, chunk: dict[Key, _Candidate]) -> None:
         for model, name_col in ((ExecutionTag, ExecutionTag.execution_name),
                                 (TaskExecution, TaskExecution.execution_name),
                                 (NodeExecution, NodeExecution.execution_name), (Signal, Signal.execution_name),
+                                (NotificationOutbox, NotificationOutbox.execution_name),
                                 (FlyteWorkflow, FlyteWorkflow.name), (Execution, Execution.name)):
             for project, domain, name in chunk:
                 s.execute(delete(model).where(model.project == project, model.domain == domain, name_col == name)

@@ -44,6 +44,8 @@ class RunningServer:
     role: str = "all"
     # The certificate clients trust when the server serves TLS (`make_server(tls=...)`); "" for plain.
     ca_file: str = ""
+    # The server's environment (its task processes inherit it); None: this process's.
+    env: dict[str, str] | None = None
 
     @property
     def endpoint(self) -> str:
@@ -73,7 +75,7 @@ class RunningServer:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "flytelite.cli", "start", "--port", str(self.port), "--home", str(self.home),
              "--host", "127.0.0.1", "--role", self.role, *self.extra_args],
-            stdout=log, stderr=subprocess.STDOUT,
+            stdout=log, stderr=subprocess.STDOUT, env=self.env,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

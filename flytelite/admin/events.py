@@ -34,6 +34,7 @@ from flytelite.idl.phases import (
     workflow_phase_name,
 )
 from flytelite.idl.times import to_duration, to_timestamp
+from flytelite.notifications.publish import publish_notifications
 from flytelite.store import executions as repo
 from flytelite.store.models import NodeExecution
 
@@ -98,6 +99,8 @@ class EventSink:
             closure.error.CopyFrom(event.error)
             row.error_kind = enum_name(core_execution_pb2.ExecutionError.ErrorKind, event.error.kind)
         row.closure_pb = closure.SerializeToString()
+        if event.phase in WORKFLOW_TERMINAL and closure.notifications:
+            publish_notifications(self.ctx, rows.session, row, closure, event)
 
     def _node_event(self, rows: EventRows, event: event_pb2.NodeExecutionEvent) -> None:
         exec_id = event.id.execution_id

@@ -33,6 +33,7 @@ from flytelite.errors import AlreadyExists, InvalidArgument, NotFound
 from flytelite.idl import ids
 from flytelite.idl.enums import enum_name
 from flytelite.idl.times import to_timestamp
+from flytelite.notifications.email import execution_notifications
 from flytelite.store import entities
 from flytelite.store import executions as repo
 from flytelite.store.flyteworkflow import ExecutionSpec as EngineSpec
@@ -169,6 +170,7 @@ def _store(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier, spec: execut
         phase=0, created_at=to_timestamp(now), updated_at=to_timestamp(now), workflow_id=target.workflow_id,
         state_change_details=execution_pb2.ExecutionStateChangeDetails(
             state=execution_pb2.EXECUTION_ACTIVE, principal=spec.metadata.principal, occurred_at=to_timestamp(now)),
+        notifications=execution_notifications(lp.entity_metadata.notifications, spec),
     )
     is_task = spec.launch_plan.resource_type == ids.TASK
     row = Execution(

@@ -30,6 +30,7 @@ from flytelite.auth.setup import build_auth
 from flytelite.config import Config
 from flytelite.console.app import build_app
 from flytelite.context import Context
+from flytelite.notifications.processor import NotificationProcessor
 from flytelite.propeller.clients import AdminClients
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.plugins.registry import PluginRegistry
@@ -94,6 +95,7 @@ class FlyteliteServer:
         self.engine: Engine | None = None
         self.scheduler: Scheduler | None = None
         self.collector: Collector | None = None
+        self.notifications: NotificationProcessor | None = None
         self._mux: PortMux | None = None
         self._grpc: grpc.Server | None = None
         self._http: uvicorn.Server | None = None
@@ -136,6 +138,9 @@ class FlyteliteServer:
             if cfg.gc.older_than:
                 self.collector = Collector(ctx, Leadership(ctx, GC, self.replica_id, cfg.engine.lease_seconds))
                 self._collector_task = asyncio.create_task(self.collector.run(), name="gc")
+            if cfg.notifications.enabled:
+                self.notifications = NotificationProcessor(ctx, self.replica_id)
+                self._notifications_task = asyncio.create_task(self.notifications.run(), name="notifications")
         await asyncio.to_thread(self.registry.register, ctx.public_url if cfg.serves_api else "")
         self._heartbeat_task = asyncio.create_task(self._heartbeat(), name="replica-heartbeat")
         if self._http is not None:
@@ -195,6 +200,9 @@ class FlyteliteServer:
         if self.collector is not None:
             self.collector.stop()
             await self._collector_task
+        if self.notifications is not None:
+            self.notifications.stop()
+            await self._notifications_task
         if self._listener is not None:
             self._listener.stop()
         if self.engine is not None:

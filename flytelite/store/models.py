@@ -303,3 +303,30 @@ class Signal(Base):
     value_pb: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class NotificationOutbox(Base):
+    """An e-mail a notification asked for, kept until it is sent (flytelite/notifications).
+
+    Written in the transaction that records the execution's terminal phase, so neither a restart nor an SMTP
+    outage loses it. A replica claims a due row (`claimed_by`, `claimed_until`) before sending it; a claim that
+    outlives its replica expires and another replica sends the mail.
+    """
+
+    __tablename__ = "notification_outbox"
+    __table_args__ = (Index("ix_notification_outbox_due", "sent_at", "given_up_at", "next_attempt_at"),)
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
+    project: Mapped[str] = mapped_column(String(255))
+    domain: Mapped[str] = mapped_column(String(255))
+    execution_name: Mapped[str] = mapped_column(String(255))
+    phase: Mapped[int] = mapped_column(Integer)
+    # flyteidl.admin.EmailMessage: sender, recipients, subject and body, templates already filled in.
+    message_pb: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    last_error: Mapped[str] = mapped_column(Text, default="")
+    claimed_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    claimed_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    given_up_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
