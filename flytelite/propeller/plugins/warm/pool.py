@@ -47,6 +47,8 @@ _PER_CHILD_ENV = frozenset({"PYTHONPATH", "PYTHONUNBUFFERED"})
 # Arguments of a map item's command that are the item's own (the rest is the same for all its siblings).
 _PER_ITEM_FLAGS = frozenset({"--dest-dir", "--output-prefix", "--raw-output-data-prefix", "--checkpoint-path",
                              "--prev-checkpoint"})
+# ... and of a task attempt's (its inputs differ from the last attempt's too).
+_PER_ATTEMPT_FLAGS = _PER_ITEM_FLAGS | {"--inputs"}
 # A worker (a process running sibling map items one after another) with no item for this long ends.
 WORKER_IDLE_SECONDS = 5.0
 # A zygote that failed to start is not tried again for this long.
@@ -69,15 +71,22 @@ def pyflyte_command(argv: list[str]) -> list[str] | None:
 
 
 def map_item_group(command: list[str]) -> str | None:
-    """What the items of one map task share (their command without the item's own paths), or None for a
-    command that is not a map item. Items of one group may run one after another in the same worker."""
+    """What the attempts that may share a worker have in common: their command without the attempt's own
+    paths, and for a task (not a map item) without which task of the code it runs. Attempts of one group
+    (the items of one map task; the tasks of one code version) may run one after another in a worker."""
     inner = command[command.index("--") + 1:] if command[0] == "pyflyte-fast-execute" else command
-    if inner[0] != "pyflyte-map-execute":
+    if inner[0] not in EXECUTE_COMMANDS:
         return None
     shared = list(command)
+    per_attempt = _PER_ITEM_FLAGS if inner[0] == "pyflyte-map-execute" else _PER_ATTEMPT_FLAGS
     for i, arg in enumerate(shared[:-1]):
-        if arg in _PER_ITEM_FLAGS:
+        if arg in per_attempt:
             shared[i + 1] = ""
+    if inner[0] == "pyflyte-execute" and "--resolver" in shared:
+        # The resolver's own arguments (after its "--") name the task: any task of the code may follow.
+        at = shared.index("--resolver")
+        if "--" in shared[at:]:
+            shared = shared[:shared.index("--", at) + 1]
     return json.dumps(shared)
 
 
