@@ -6,8 +6,9 @@ starts, no usable zygote yet); then nothing was started. Once a request is sent 
 WarmAttempt (Popen-like: pid, poll(), plus on_exit and kill) or raises OSError, never both, so an
 attempt is never started twice. A zygote that dies is started again on the next launch; attempts it
 had forked keep running and are adopted like any process the server did not start (pid + start time).
-The items of one map task may run one after another in a worker (see zygote.py and child.py): their
-WarmAttempt's pid is the worker's, and its exit is the item's end, reported while the worker lives on.
+The items of one map task, and the attempts of the tasks of one code version, may run one after
+another in a worker (see zygote.py and child.py): their WarmAttempt's pid is the worker's, and its exit
+is the attempt's end, reported while the worker lives on.
 
 A zygote follows its environment: before each attempt the pool stats the folders the zygote's interpreter
 installs packages into (and flytekit's own file), as the zygote reported them when it started. A package
@@ -49,7 +50,7 @@ _PER_ITEM_FLAGS = frozenset({"--dest-dir", "--output-prefix", "--raw-output-data
                              "--prev-checkpoint"})
 # ... and of a task attempt's (its inputs differ from the last attempt's too).
 _PER_ATTEMPT_FLAGS = _PER_ITEM_FLAGS | {"--inputs"}
-# A worker (a process running sibling map items one after another) with no item for this long ends.
+# A worker (a process running the attempts of a group one after another) with none for this long ends.
 WORKER_IDLE_SECONDS = 5.0
 # A zygote that failed to start is not tried again for this long.
 RETRY_BROKEN_SECONDS = 60.0
