@@ -70,6 +70,22 @@ def test_map_items_are_the_same_warm_and_cold_and_each_item_sees_a_fresh_process
         assert not any(f"item {other} on" in text for other in xs if other != x), text
 
 
+def test_tasks_of_one_code_version_run_one_after_another_in_a_worker_each_with_a_fresh_import(tmp_path):
+    results = {}
+    for warm in (True, False):
+        summary, forks, _ = _run(tmp_path, warm, wt.different_tasks_wf, {}, "different")
+        assert summary["phase"] == WorkflowPhase.SUCCESS, summary
+        results[warm] = [{k: v.scalar.primitive.string_value for k, v in lit.map.literals.items()}
+                         for lit in (summary["outputs"]["o0"], summary["outputs"]["o1"])]
+    (w1, w2), (c1, c2) = results[True], results[False]
+    # What each task saw of its module and environment is the same as in fresh processes ...
+    assert [(f["seen"], f["env_left_before"]) for f in (w1, w2)] == [(f["seen"], f["env_left_before"])
+                                                                      for f in (c1, c2)] == [("101", ""), ("105", "")]
+    # ... though one worker ran all three attempts (relay between the two probes), with their own temp dirs.
+    assert w1["pid"] == w2["pid"] and c1["pid"] != c2["pid"]
+    assert w1["random"] != w2["random"] and w1["tempdir"] != w2["tempdir"]
+
+
 def test_an_item_that_leaves_a_thread_or_an_atexit_hook_ends_as_a_process_would(tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()

@@ -145,6 +145,29 @@ def map_probe_wf(xs: list[int]) -> list[dict[str, str] | None]:
     return map_task(map_probe, concurrency=2, min_success_ratio=0.5)(x=xs)
 
 
+@task
+def chain_probe(x: int) -> dict[str, str]:
+    """A task of its own (not map_probe) that a worker which ran map_probe may run next."""
+    SEEN_BY_THIS_IMPORT.append(100 + x)
+    left_before = os.environ.get("SET_BY_AN_ITEM", "")
+    os.environ["SET_BY_AN_ITEM"] = str(x)
+    return {"seen": ",".join(map(str, SEEN_BY_THIS_IMPORT)), "env_left_before": left_before,
+            "pid": str(os.getpid()), "random": str(random.random()), "tempdir": tempfile.gettempdir()}
+
+
+@task
+def relay(facts: dict[str, str]) -> int:
+    SEEN_BY_THIS_IMPORT.append(-1)
+    return len(facts)
+
+
+@workflow
+def different_tasks_wf() -> tuple[dict[str, str], dict[str, str]]:
+    """chain_probe, relay, chain_probe: three attempts of two tasks, one after another."""
+    first = chain_probe(x=1)
+    return first, chain_probe(x=relay(facts=first))
+
+
 # A named launch plan made at import (flytekit keeps them in a process-wide cache): each item's fresh import
 # of this module makes it again, which must not collide with the one an earlier item's import made.
 map_probe_nightly = LaunchPlan.get_or_create(map_probe_wf, name="map_probe_nightly", default_inputs={"xs": [1]})

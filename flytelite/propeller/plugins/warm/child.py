@@ -1,11 +1,13 @@
-"""What runs in a process forked from the zygote: one task attempt, or a map task's items one after another.
+"""What runs in a process forked from the zygote: one task attempt, or several one after another.
 
 Loaded by zygote.py (standard library and flytekit only, never flytelite) before it forks anything.
 An attempt does what `pyflyte-fast-execute … -- pyflyte-execute …` does in a fresh process, minus the
 interpreter start and the imports.
 
-Map items (`pyflyte-map-execute`) of one map task share a *worker*: a forked child that runs an item,
-cleans up and waits for the next sibling item instead of exiting. Each item gets what a fresh process
+Attempts of one group share a *worker*: a forked child that runs an attempt, cleans up and waits for
+the next one instead of exiting. A group is the items of one map task (`pyflyte-map-execute`), or the
+attempts of any task of one code version (the same command but for the attempt's paths and the task it
+names; see pool.map_item_group). Each attempt (an "item" below) gets what a fresh process
 would give it: its own environment, working directory, temp folder, log file, random seed, flytekit
 context, root logger and warnings filters, and a fresh import of the task's code (the modules it
 imported from outside the interpreter's installation are removed after it; installed packages stay
@@ -98,9 +100,9 @@ def run_command(request: dict) -> int:
         return 1
 
 
-# -- a worker for map items --------------------------------------------------------------------
+# -- a worker: attempts of a group one after another ----------------------------------------------------------------
 def serve_items(request: dict, session_fd: int, sock: socket.socket) -> int:
-    """Run `request`, then each sibling item the zygote sends, while items end cleanly; the exit code."""
+    """Run `request`, then each item of its group the zygote sends, while items end cleanly; the exit code."""
     _become_attempt_process(request, session_fd)
     _remember_large_input_maps()
     # Started once, before the baseline, so that an item that starts nothing of its own leaves the process as

@@ -6,8 +6,9 @@ starts, no usable zygote yet); then nothing was started. Once a request is sent 
 WarmAttempt (Popen-like: pid, poll(), plus on_exit and kill) or raises OSError, never both, so an
 attempt is never started twice. A zygote that dies is started again on the next launch; attempts it
 had forked keep running and are adopted like any process the server did not start (pid + start time).
-The items of one map task may run one after another in a worker (see zygote.py and child.py): their
-WarmAttempt's pid is the worker's, and its exit is the item's end, reported while the worker lives on.
+The items of one map task, and the attempts of the tasks of one code version, may run one after
+another in a worker (see zygote.py and child.py): their WarmAttempt's pid is the worker's, and its exit
+is the attempt's end, reported while the worker lives on.
 
 A zygote follows its environment: before each attempt the pool stats the folders the zygote's interpreter
 installs packages into (and flytekit's own file), as the zygote reported them when it started. A package
@@ -47,7 +48,9 @@ _PER_CHILD_ENV = frozenset({"PYTHONPATH", "PYTHONUNBUFFERED"})
 # Arguments of a map item's command that are the item's own (the rest is the same for all its siblings).
 _PER_ITEM_FLAGS = frozenset({"--dest-dir", "--output-prefix", "--raw-output-data-prefix", "--checkpoint-path",
                              "--prev-checkpoint"})
-# A worker (a process running sibling map items one after another) with no item for this long ends.
+# ... and of a task attempt's (its inputs differ from the last attempt's too).
+_PER_ATTEMPT_FLAGS = _PER_ITEM_FLAGS | {"--inputs"}
+# A worker (a process running the attempts of a group one after another) with none for this long ends.
 WORKER_IDLE_SECONDS = 5.0
 # A zygote that failed to start is not tried again for this long.
 RETRY_BROKEN_SECONDS = 60.0
@@ -69,15 +72,22 @@ def pyflyte_command(argv: list[str]) -> list[str] | None:
 
 
 def map_item_group(command: list[str]) -> str | None:
-    """What the items of one map task share (their command without the item's own paths), or None for a
-    command that is not a map item. Items of one group may run one after another in the same worker."""
+    """What the attempts that may share a worker have in common: their command without the attempt's own
+    paths, and for a task (not a map item) without which task of the code it runs. Attempts of one group
+    (the items of one map task; the tasks of one code version) may run one after another in a worker."""
     inner = command[command.index("--") + 1:] if command[0] == "pyflyte-fast-execute" else command
-    if inner[0] != "pyflyte-map-execute":
+    if inner[0] not in EXECUTE_COMMANDS:
         return None
     shared = list(command)
+    per_attempt = _PER_ITEM_FLAGS if inner[0] == "pyflyte-map-execute" else _PER_ATTEMPT_FLAGS
     for i, arg in enumerate(shared[:-1]):
-        if arg in _PER_ITEM_FLAGS:
+        if arg in per_attempt:
             shared[i + 1] = ""
+    if inner[0] == "pyflyte-execute" and "--resolver" in shared:
+        # The resolver's own arguments (after its "--") name the task: any task of the code may follow.
+        at = shared.index("--resolver")
+        if "--" in shared[at:]:
+            shared = shared[:shared.index("--", at) + 1]
     return json.dumps(shared)
 
 

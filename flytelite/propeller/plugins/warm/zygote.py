@@ -3,8 +3,8 @@
 Run as a script by a task environment's interpreter (`python zygote.py <fd> <worker idle seconds>`),
 so it needs only the standard library and flytekit, never flytelite. It imports
 `flytekit.bin.entrypoint` once and forks one child per attempt (child.py says what a child does).
-Map items of one map task (requests with the same "group") are served by workers: a child that ran
-an item and ended it cleanly waits for the next sibling; a worker idle for the given seconds is
+Requests with the same "group" (a map task's items; the tasks of one code version) are served by
+workers: a child that ran one and ended it cleanly waits for the next; a worker idle for the given seconds is
 retired. The zygote must never start threads, open gRPC channels, do flytekit I/O or import user
 code: all of that would be shared by (or broken in) every child.
 
