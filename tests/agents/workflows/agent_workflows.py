@@ -1,7 +1,9 @@
 """Workflows whose tasks run on flytekit agents: flytekit's FileSensor and the test plugin package's
 agents (tests/agents/test_agents_pkg, which must be importable where this file is)."""
 
-from flytekit import task, workflow
+from datetime import timedelta
+
+from flytekit import TaskMetadata, task, workflow
 from flytekit.core.base_task import PythonTask
 from flytekit.core.interface import Interface
 from flytekit.sensor.file_sensor import FileSensor
@@ -10,6 +12,8 @@ from flytelite_test_agents import GreetTask, WaitTask
 wait_for_file = FileSensor(name="wait_for_file")
 wait_for_marker = WaitTask(name="wait_for_marker")
 greet = GreetTask(name="greet")
+# Waits for a marker that never comes: the task's timeout ends it.
+wait_briefly = WaitTask(name="wait_briefly", metadata=TaskMetadata(timeout=timedelta(seconds=8)))
 
 
 @task
@@ -29,6 +33,11 @@ def sensor_wf(path: str) -> str:
 @workflow
 def wait_wf(marker: str, journal: str, x: int) -> int:
     return wait_for_marker(marker=marker, journal=journal, x=x)
+
+
+@workflow
+def timeout_wf(marker: str, journal: str) -> int:
+    return wait_briefly(marker=marker, journal=journal, x=1)
 
 
 @workflow
