@@ -200,6 +200,22 @@ def test_unserved_task_type_fails_saying_what_serves(agent_server, workflows):
     assert "flytelite_wait" in message and "sensor" in message
 
 
+def test_agent_server_that_dies_is_started_again(agent_server, workflows, tmp_path):
+    marker, journal = tmp_path / "marker", tmp_path / "journal"
+    name = run_remote(agent_server, workflows, "agent_workflows.py", "wait_wf", "--marker", str(marker),
+                      "--journal", str(journal), "--x", "3")
+    wait_running(agent_server, name, reason="waiting for")
+    first_agent = int(journal_lines(journal)[0].split()[-1])
+    os.kill(first_agent, signal.SIGKILL)
+    wait_for(lambda: any(line.startswith("get ") and int(line.split()[1]) != first_agent
+                         for line in journal_lines(journal)), "a new agent server to be polled")
+    marker.touch()
+    execution = finished(agent_server, name)
+    assert execution.closure.phase == WorkflowExecutionPhase.SUCCEEDED, execution.error
+    assert execution.outputs["o0"] == 6
+    assert [line.split()[0] for line in journal_lines(journal)].count("create") == 1
+
+
 def test_restart_resumes_polling_without_creating_again(agent_env, workflows, tmp_path):
     server = start_server(tmp_path / "server")
     try:

@@ -76,9 +76,11 @@ class AgentPlugin(Plugin):
                                            retryable=False)
         except AgentServerFailed as e:
             return PluginPhaseInfo.failure("AgentServerFailed", str(e), kind=SYSTEM, retryable=True)
-        if route is None:
-            return PluginPhaseInfo(PluginPhase.QUEUED, version=1, reason="starting the agent server")
         st = tctx.state
+        if route is None:
+            if st.get("status") == "created":  # its agent server died and is starting again
+                return self._last_reported(st)
+            return PluginPhaseInfo(PluginPhase.QUEUED, version=1, reason="starting the agent server")
         if st.get("status") is None or (st["status"] == "done" and "resource_meta" not in st):
             return self._launch(tctx, route)  # not yet, or a sync agent's answer the engine did not persist
         return self._monitor(tctx, route)
@@ -129,9 +131,7 @@ class AgentPlugin(Plugin):
                 return PluginPhaseInfo.failure(CACHE_FAILED, f"{e} ({st['sync_failures']} times in a row)",
                                                kind=USER, retryable=False, logs=_server_log(self.ctx, route))
             log.info("%s; asking again in %.1f s", e, self.cfg.resync_seconds)
-            return PluginPhaseInfo(PluginPhase(st.get("last_phase", PluginPhase.QUEUED.value)),
-                                   version=st.get("last_version", 2), reason=st.get("last_reason", ""),
-                                   poll_after=self.cfg.resync_seconds)
+            return self._last_reported(st)
         st["sync_failures"] = 0
         info = self._status(tctx, resource, route)
         if not info.phase.terminal:
@@ -189,6 +189,12 @@ class AgentPlugin(Plugin):
             st["last_version"] = st.get("last_version", 2) + 1 if same_phase else 2
             st.update(last_seen=seen, last_phase=info.phase.value, last_reason=info.reason)
         return st["last_version"]
+
+    def _last_reported(self, st: dict) -> PluginPhaseInfo:
+        """The phase last reported, unchanged, to be asked again later (the agent cannot be reached now)."""
+        return PluginPhaseInfo(PluginPhase(st.get("last_phase", PluginPhase.QUEUED.value)),
+                               version=st.get("last_version", 2), reason=st.get("last_reason", ""),
+                               poll_after=self.cfg.resync_seconds)
 
     def abort(self, tctx: TaskExecutionContext) -> None:
         """Flyte's Abort: DeleteTask on the agent that holds the task (nothing for a sync agent)."""
