@@ -113,6 +113,26 @@ def journal_lines(journal: Path) -> list[str]:
     return journal.read_text().splitlines() if journal.exists() else []
 
 
+def start_waiting(server, workflows: Path, tmp_path: Path, x: int) -> tuple[str, Path, Path, int]:
+    """Run wait_wf until its agent task polls: (execution name, marker, journal, pid of the agent server)."""
+    marker, journal = tmp_path / "marker", tmp_path / "journal"
+    name = run_remote(server, workflows, "agent_workflows.py", "wait_wf", "--marker", str(marker),
+                      "--journal", str(journal), "--x", str(x))
+    wait_running(server, name, reason="waiting for")
+    return name, marker, journal, int(journal_lines(journal)[0].split()[-1])
+
+
+def finish_waiting(server, name: str, marker: Path, journal: Path, x: int, other_than: int) -> None:
+    """Once an agent server other than `other_than` polls, create the marker: the task ends with 2x, created once."""
+    wait_for(lambda: any(line.startswith("get ") and int(line.split()[1]) != other_than
+                         for line in journal_lines(journal)), "another agent server to be polled")
+    marker.touch()
+    execution = finished(server, name)
+    assert execution.closure.phase == WorkflowExecutionPhase.SUCCEEDED, execution.error
+    assert execution.outputs["o0"] == 2 * x
+    assert [line.split()[0] for line in journal_lines(journal)].count("create") == 1, journal_lines(journal)
+
+
 def test_file_sensor_waits_for_the_path(agent_server, workflows, tmp_path):
     path = tmp_path / "arrives-later.txt"
     name = run_remote(agent_server, workflows, "agent_workflows.py", "sensor_wf", "--path", str(path))
@@ -201,40 +221,20 @@ def test_unserved_task_type_fails_saying_what_serves(agent_server, workflows):
 
 
 def test_agent_server_that_dies_is_started_again(agent_server, workflows, tmp_path):
-    marker, journal = tmp_path / "marker", tmp_path / "journal"
-    name = run_remote(agent_server, workflows, "agent_workflows.py", "wait_wf", "--marker", str(marker),
-                      "--journal", str(journal), "--x", "3")
-    wait_running(agent_server, name, reason="waiting for")
-    first_agent = int(journal_lines(journal)[0].split()[-1])
-    os.kill(first_agent, signal.SIGKILL)
-    wait_for(lambda: any(line.startswith("get ") and int(line.split()[1]) != first_agent
-                         for line in journal_lines(journal)), "a new agent server to be polled")
-    marker.touch()
-    execution = finished(agent_server, name)
-    assert execution.closure.phase == WorkflowExecutionPhase.SUCCEEDED, execution.error
-    assert execution.outputs["o0"] == 6
-    assert [line.split()[0] for line in journal_lines(journal)].count("create") == 1
+    name, marker, journal, agent = start_waiting(agent_server, workflows, tmp_path, 3)
+    os.kill(agent, signal.SIGKILL)
+    finish_waiting(agent_server, name, marker, journal, 3, other_than=agent)
 
 
 def test_restart_resumes_polling_without_creating_again(agent_env, workflows, tmp_path):
     server = start_server(tmp_path / "server")
     try:
-        marker, journal = tmp_path / "marker", tmp_path / "journal"
-        name = run_remote(server, workflows, "agent_workflows.py", "wait_wf", "--marker", str(marker),
-                          "--journal", str(journal), "--x", "5")
-        wait_running(server, name, reason="waiting for")
-        first_agent = int(journal_lines(journal)[0].split()[-1])
+        name, marker, journal, agent = start_waiting(server, workflows, tmp_path, 5)
         server.stop(sig=signal.SIGKILL)
         # Its agent server goes too, though nobody stopped it.
-        wait_for(lambda: not Path(f"/proc/{first_agent}").exists(), "the killed server's agent server to exit")
+        wait_for(lambda: not Path(f"/proc/{agent}").exists(), "the killed server's agent server to exit")
         server.start()
-        wait_for(lambda: any(line.startswith("get ") and int(line.split()[1]) != first_agent
-                             for line in journal_lines(journal)), "the new agent server to be polled")
-        marker.touch()
-        execution = finished(server, name)
-        assert execution.closure.phase == WorkflowExecutionPhase.SUCCEEDED, execution.error
-        assert execution.outputs["o0"] == 10
-        assert [line.split()[0] for line in journal_lines(journal)].count("create") == 1, journal_lines(journal)
+        finish_waiting(server, name, marker, journal, 5, other_than=agent)
     finally:
         stop_server(server)
 
