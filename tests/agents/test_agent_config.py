@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 from flyteidl.admin import agent_pb2
 
 from flytelite.config import Config
@@ -20,8 +21,6 @@ from flytelite.propeller.plugins.agents.local import TaskTypeSupport
 ])
 def test_bad_configuration_is_refused_saying_why(tmp_path, value, message):
     path = tmp_path / "flytelite.yaml"
-    import yaml
-
     path.write_text(yaml.safe_dump({"agent_service": value}))
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
         Config.load(path)

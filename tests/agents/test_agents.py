@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import urllib.request
 from datetime import timedelta
 from pathlib import Path
 
@@ -155,6 +156,8 @@ def test_async_agent_polls_until_done_and_reports_what_it_says(agent_server, wor
     links = {log.name: log.uri for log in running.closure.logs}
     assert links["Test agent job"] == "https://agent.invalid/jobs/marker"
     assert links["Agent server log (flytelite)"].startswith(f"{agent_server.url}/logs/agents/")
+    with urllib.request.urlopen(links["Agent server log (flytelite)"], timeout=30) as response:
+        assert "flytelite_wait" in response.read().decode()  # its table of the agents it serves
     assert running.closure.custom_info.fields["marker"].string_value == str(marker)
     wait_for(lambda: journal_lines(journal).count(f"get {journal_lines(journal)[0].split()[-1]}") >= 2,
              "GetTask to be called again")
