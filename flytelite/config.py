@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from flytelite.auth.config import AuthConfig
+from flytelite.propeller.plugins.agents.config import AgentServiceConfig
 
 DEFAULT_PORT = 30080
 DEFAULT_PROJECT = "flytesnacks"
@@ -70,7 +71,7 @@ class EngineConfig:
 ROLES = ("all", "api", "engine")
 # Keys of the YAML file that hold a section (a dataclass of their own).
 SECTIONS = ("engine", "scheduler", "s3", "kubernetes", "remote_data", "grpc", "literal_offloading", "gc",
-            "notifications")
+            "notifications", "agent_service")
 # Values of engine.plugin_override ("" = run tasks for real).
 PLUGIN_OVERRIDES = ("", "noop")
 
@@ -368,6 +369,8 @@ class Config:
     plugins: dict[str, str] = field(default_factory=dict)
     project_plugins: dict[str, dict[str, str]] = field(default_factory=dict)
     kubernetes: KubernetesConfig = field(default_factory=KubernetesConfig)
+    # Task types run by flytekit agents (propeller/plugins/agents): which agent server runs which type.
+    agent_service: AgentServiceConfig = field(default_factory=AgentServiceConfig)
     # Lifetime of signed upload URLs.
     upload_url_seconds: int = 3600
     max_upload_bytes: int = 1024 * 1024 * 1024

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from flyteidl.core import execution_pb2, identifier_pb2
 from flyteidl.event import event_pb2
+from google.protobuf import struct_pb2
 from google.protobuf.message import Message
 
 from flytelite import errors
@@ -130,6 +131,7 @@ class EventRecorder:
         logs: list[execution_pb2.TaskLog] | None = None, reason: str = "",
         generated_name: str = "", plugin_identifier: str = "",
         external_resources: list[event_pb2.ExternalResourceInfo] | None = None,
+        custom_info: struct_pb2.Struct | None = None,
     ) -> None:
         now = to_timestamp(self.clock.now())
         ev = event_pb2.TaskExecutionEvent(
@@ -147,6 +149,8 @@ class EventRecorder:
         if external_resources:
             # An array node's items (FlytePropeller's ArrayNode event recorder).
             ev.metadata.external_resources.extend(external_resources)
+        if custom_info is not None:
+            ev.custom_info.CopyFrom(custom_info)
         if input_uri:
             ev.input_uri = input_uri
         if output_uri:

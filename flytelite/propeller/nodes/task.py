@@ -86,7 +86,8 @@ class TaskHandler(NodeHandler):
         output_uri = nctx.outputs_uri if info.phase == PluginPhase.SUCCESS and wrote_outputs else ""
         self._report(nctx, tstatus, task, info.phase.event_phase, info.version, logs=info.logs,
                      reason=info.reason, output_uri=output_uri,
-                     error=info.error.to_proto() if info.error else None, plugin_id=plugin.id)
+                     error=info.error.to_proto() if info.error else None, plugin_id=plugin.id,
+                     custom_info=info.custom_info)
 
         if info.phase == PluginPhase.SUCCESS:
             deck = posixpath.join(nctx.output_dir, "deck.html")
@@ -161,7 +162,7 @@ class TaskHandler(NodeHandler):
         )
 
     def _report(self, nctx, tstatus: TaskStatus, task, phase: int, version: int, *, plugin_id: str,
-                logs=None, reason: str = "", output_uri: str = "", error=None) -> None:
+                logs=None, reason: str = "", output_uri: str = "", error=None, custom_info=None) -> None:
         """Send a TaskExecutionEvent when the phase or its version changed since the last one."""
         if (phase, version) == (tstatus.phase, tstatus.phase_version):
             return
@@ -170,7 +171,7 @@ class TaskHandler(NodeHandler):
             rnd.exec_id, nctx.node_id, task.id, nctx.attempt, phase, version, task_type=task.type,
             input_uri=nctx.input_uri, output_uri=output_uri, error=error, logs=logs, reason=reason,
             generated_name=unique_key(rnd.key, nctx.node_id, nctx.attempt),
-            plugin_identifier=plugin_id,
+            plugin_identifier=plugin_id, custom_info=custom_info,
         )
         tstatus.phase, tstatus.phase_version = phase, version
 

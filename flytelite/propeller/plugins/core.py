@@ -17,6 +17,7 @@ from enum import Enum
 from typing import Any
 
 from flyteidl.core import execution_pb2, identifier_pb2, literals_pb2, tasks_pb2
+from google.protobuf import struct_pb2
 
 from flytelite.context import Context, ExecutionKey
 from flytelite.propeller.status import ErrorInfo
@@ -56,11 +57,15 @@ class PluginPhaseInfo:
     requeue_now: bool = False
     # Evaluate again after this many seconds (used when no exit notification can be had).
     poll_after: float | None = None
+    # Plugin-specific details for the task execution's closure (an agent's custom_info).
+    custom_info: struct_pb2.Struct | None = None
 
     @classmethod
-    def failure(cls, code: str, message: str, *, kind: int, retryable: bool, logs=None) -> PluginPhaseInfo:
+    def failure(cls, code: str, message: str, *, kind: int, retryable: bool, logs=None,
+                custom_info: struct_pb2.Struct | None = None) -> PluginPhaseInfo:
         phase = PluginPhase.RETRYABLE_FAILURE if retryable else PluginPhase.PERMANENT_FAILURE
-        return cls(phase, reason=message, error=ErrorInfo(code, message, kind), logs=logs or [])
+        return cls(phase, reason=message, error=ErrorInfo(code, message, kind), logs=logs or [],
+                   custom_info=custom_info)
 
 
 _NOT_ALNUM = re.compile(r"[^a-zA-Z0-9_]+")

@@ -1,11 +1,16 @@
-"""The task plugin registry, keyed by task type (TaskTemplate.type)."""
+"""The task plugin registry, keyed by task type (TaskTemplate.type). Task types no plugin runs go to the agent
+plugin (plugins/agents) when there is one: flytekit's agents decide what they serve."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from flytelite.context import ExecutionKey
 from flytelite.propeller.plugins.core import Plugin
+
+if TYPE_CHECKING:
+    from flytelite.propeller.plugins.agents.plugin import AgentPlugin
 
 
 class PluginNotFound(LookupError):
@@ -19,11 +24,14 @@ Route = Callable[[str, str, str], str]
 
 class PluginRegistry:
     def __init__(self, plugins: Iterable[Plugin], routed: dict[str, Plugin] | None = None,
-                 route: Route | None = None):
+                 route: Route | None = None, agents: AgentPlugin | None = None):
         """`plugins` run the task types they name; `route` may send a task type of a project and domain to
-        one of the `routed` plugins instead (the kubernetes plugin, by config)."""
+        one of the `routed` plugins instead (the kubernetes plugin, by config); `agents` runs the task types
+        its configuration claims, and any other type."""
+        plugins = list(plugins)
         self.routed = dict(routed or {})
-        self.plugins = list(plugins) + list(self.routed.values())
+        self.agents = agents
+        self.plugins = plugins + list(self.routed.values()) + ([agents] if agents is not None else [])
         self.route = route
         self._by_type: dict[str, Plugin] = {}
         for plugin in plugins:
@@ -32,6 +40,8 @@ class PluginRegistry:
 
     def get(self, task_type: str, key: ExecutionKey | None = None) -> Plugin:
         """The plugin that runs this task type (for execution `key`'s project and domain)."""
+        if self.agents is not None and self.agents.router.claims(task_type):
+            return self.agents
         if self.route is not None and key is not None:
             name = self.route(task_type, key[0], key[1])
             if name in self.routed:
@@ -40,7 +50,7 @@ class PluginRegistry:
                     raise PluginNotFound(f"the configuration sends task type {task_type!r} to the {name} plugin, "
                                          f"which runs task types {', '.join(plugin.task_types)}")
                 return plugin
-        plugin = self._by_type.get(task_type)
+        plugin = self._by_type.get(task_type) or self.agents
         if plugin is None:
             raise PluginNotFound(
                 f"no plugin runs tasks of type {task_type!r}; flytelite runs task types "
@@ -67,5 +77,10 @@ def default_plugins(ctx) -> PluginRegistry:
         from flytelite.propeller.plugins.kubernetes.plugin import KubernetesPlugin
 
         routed["kubernetes"] = KubernetesPlugin(ctx)
+    agents = None
+    if ctx.config.agent_service.enabled:
+        from flytelite.propeller.plugins.agents.plugin import AgentPlugin
+
+        agents = AgentPlugin(ctx)
     return PluginRegistry([LocalProcessPlugin(ctx), RawContainerPlugin(ctx), EchoPlugin()], routed,
-                          ctx.config.plugin_for)
+                          ctx.config.plugin_for, agents)

@@ -1,0 +1,252 @@
+"""The agent task plugin: task types served by flytekit agents, run as FlytePropeller's agent-service plugin
+runs them under its web API plugin machinery (flyteplugins/go/tasks/plugins/webapi/agent/plugin.go,
+pluginmachinery/internal/webapi/{core,launcher,monitor,cache}.go).
+
+A sync agent answers ExecuteTaskSync at once. An async agent's task is created once (CreateTask); its
+resource meta, output prefix and task category go into the node's plugin state, which the engine persists,
+so a restarted server polls it (GetTask every `resync_seconds`) instead of creating it again. Abort and
+timeouts call DeleteTask. GetTask failures are counted; past `max_system_failures` in a row the attempt
+fails, as the web API cache gives up. Outputs: the agent's literal map written as outputs.pb, or what the
+agent wrote itself to the output prefix. The agent's log links, message and custom_info go on the task
+execution (a changed message or log list is a new phase version, so each one is reported).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import posixpath
+
+from flyteidl.admin import agent_pb2
+from flyteidl.core import execution_pb2, identifier_pb2, tasks_pb2
+
+from flytelite.context import Context
+from flytelite.propeller.plugins.agents.client import AgentCallFailed, AgentClients
+from flytelite.propeller.plugins.agents.local import AgentServerFailed, LocalAgentServers
+from flytelite.propeller.plugins.agents.routing import AgentRoute, AgentRouter, NotServed
+from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
+from flytelite.propeller.plugins.results import written_result
+from flytelite.propeller.plugins.template import TemplateError
+
+log = logging.getLogger(__name__)
+
+TaskPhase = execution_pb2.TaskExecution.Phase
+USER, SYSTEM = execution_pb2.ExecutionError.USER, execution_pb2.ExecutionError.SYSTEM
+# Flyte's error codes (flyteplugins/go/tasks/errors).
+TASK_FAILED = "TaskFailedWithError"
+CACHE_FAILED = "AutoRefreshCacheFailed"
+_WAITING = {TaskPhase.QUEUED: PluginPhase.QUEUED, TaskPhase.WAITING_FOR_RESOURCES: PluginPhase.QUEUED,
+            TaskPhase.INITIALIZING: PluginPhase.INITIALIZING, TaskPhase.RUNNING: PluginPhase.RUNNING}
+# admin.State, the deprecated field older agents set instead of phase.
+_STATES = {agent_pb2.PENDING: TaskPhase.INITIALIZING, agent_pb2.RUNNING: TaskPhase.RUNNING,
+           agent_pb2.SUCCEEDED: TaskPhase.SUCCEEDED, agent_pb2.PERMANENT_FAILURE: TaskPhase.FAILED,
+           agent_pb2.RETRYABLE_FAILURE: TaskPhase.RETRYABLE_FAILED}
+
+
+class AgentPlugin(Plugin):
+    id = "agent-service"  # FlytePropeller's plugin id
+    task_types = ()  # whatever the agents serve (routing.py)
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self.cfg = ctx.config.agent_service
+        self.clients = AgentClients()
+        local = None
+        if self.cfg.local_agents:
+            local = LocalAgentServers(ctx.config.logs_dir, ctx.config.work_dir, ctx.blobs.task_environment,
+                                      self.cfg.local_start_seconds, self.cfg.default_agent.default_timeout_seconds)
+        self.local = local
+        self.router = AgentRouter(self.cfg, self.clients, local, ctx.config.interpreter_for)
+
+    def setup(self, loop) -> None:
+        self.router.start()
+
+    def close(self) -> None:
+        self.router.close()
+        self.clients.close()
+        if self.local is not None:
+            self.local.close()
+
+    # -- the attempt's life ------------------------------------------------------------------
+    def handle(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
+        try:
+            route = self.router.route(tctx.task, tctx.wake)
+        except NotServed as e:
+            return PluginPhaseInfo.failure("UnsupportedTaskType", f"task {tctx.task.id.name}: {e}", kind=USER,
+                                           retryable=False)
+        except AgentServerFailed as e:
+            return PluginPhaseInfo.failure("AgentServerFailed", str(e), kind=SYSTEM, retryable=True)
+        st = tctx.state
+        if route is None:
+            if st.get("status") == "created":  # its agent server died and is starting again
+                return self._last_reported(st)
+            return PluginPhaseInfo(PluginPhase.QUEUED, version=1, reason="starting the agent server")
+        if st.get("status") is None or (st["status"] == "done" and "resource_meta" not in st):
+            return self._launch(tctx, route)  # not yet, or a sync agent's answer the engine did not persist
+        return self._monitor(tctx, route)
+
+    def _launch(self, tctx: TaskExecutionContext, route: AgentRoute) -> PluginPhaseInfo:
+        """Flyte's launch(): a sync agent's result at once, or an async agent's resource created once."""
+        try:
+            template = self._template(tctx)
+        except TemplateError as e:
+            return PluginPhaseInfo.failure("BadTaskTemplate", f"task {tctx.task.id.name}: {e}", kind=USER,
+                                           retryable=False)
+        client = self.clients.get(route.deployment)
+        metadata = _execution_metadata(tctx)
+        try:
+            if route.is_sync:
+                header = agent_pb2.CreateRequestHeader(template=template, output_prefix=tctx.output_prefix,
+                                                       task_execution_metadata=metadata)
+                resource = client.execute_sync(header, tctx.inputs)
+                tctx.state.update(status="done", output_prefix=tctx.output_prefix)
+                return self._status(tctx, resource, route)
+            meta = client.create(agent_pb2.CreateTaskRequest(
+                inputs=tctx.inputs, template=template, output_prefix=tctx.output_prefix,
+                task_execution_metadata=metadata))
+        except AgentCallFailed as e:
+            return PluginPhaseInfo.failure(TASK_FAILED, f"failed to create task from agent: {e}", kind=USER,
+                                           retryable=True, logs=_server_log(self.ctx, route))
+        tctx.state.update(status="created", resource_meta=base64.b64encode(meta).decode(),
+                          output_prefix=tctx.output_prefix,
+                          task_category=[template.type, template.task_type_version], sync_failures=0)
+        info = PluginPhaseInfo(PluginPhase.QUEUED, version=2, reason="launched", poll_after=self.cfg.resync_seconds,
+                               logs=_server_log(self.ctx, route))
+        self._version(tctx.state, info)
+        return info
+
+    def _monitor(self, tctx: TaskExecutionContext, route: AgentRoute) -> PluginPhaseInfo:
+        st = tctx.state
+        if st["status"] == "done":  # ended in a round whose status was not persisted: ask again
+            st["status"] = "created"
+        name, version = st["task_category"]
+        request = agent_pb2.GetTaskRequest(
+            task_type=name, task_category=agent_pb2.TaskCategory(name=name, version=version),
+            resource_meta=base64.b64decode(st["resource_meta"]), output_prefix=st["output_prefix"])
+        try:
+            resource = self.clients.get(route.deployment).get(request)
+        except AgentCallFailed as e:
+            st["sync_failures"] = st.get("sync_failures", 0) + 1
+            if st["sync_failures"] > self.cfg.max_system_failures:
+                return PluginPhaseInfo.failure(CACHE_FAILED, f"{e} ({st['sync_failures']} times in a row)",
+                                               kind=USER, retryable=False, logs=_server_log(self.ctx, route))
+            log.info("%s; asking again in %.1f s", e, self.cfg.resync_seconds)
+            return self._last_reported(st)
+        st["sync_failures"] = 0
+        info = self._status(tctx, resource, route)
+        if not info.phase.terminal:
+            info.poll_after = self.cfg.resync_seconds
+        return info
+
+    def _status(self, tctx: TaskExecutionContext, resource: agent_pb2.Resource, route: AgentRoute) -> PluginPhaseInfo:
+        """Flyte's Status(): the agent's phase (or its older state) as a plugin phase; outputs on success."""
+        logs = list(resource.log_links) + _server_log(self.ctx, route)
+        custom = resource.custom_info if resource.HasField("custom_info") else None
+        phase = resource.phase or _STATES.get(resource.state, TaskPhase.UNDEFINED)
+        code = resource.agent_error.code or TASK_FAILED
+        kind = SYSTEM if resource.agent_error.origin == SYSTEM else USER
+        message = resource.message
+        if phase in _WAITING:
+            info = PluginPhaseInfo(_WAITING[phase], reason=message, logs=logs, custom_info=custom)
+            info.version = self._version(tctx.state, info)
+            return info
+        tctx.state["status"] = "done"
+        if phase == TaskPhase.SUCCEEDED:
+            info = self._succeeded(tctx, resource, logs, custom)
+            info.reason = info.reason or message
+            return info
+        if phase == TaskPhase.ABORTED:
+            return PluginPhaseInfo.failure(code, "failed to run the job with aborted phase.", kind=kind,
+                                           retryable=False, logs=logs, custom_info=custom)
+        if phase in (TaskPhase.FAILED, TaskPhase.RETRYABLE_FAILED):
+            return PluginPhaseInfo.failure(code, f"failed to run the job: {message}", kind=kind,
+                                           retryable=phase == TaskPhase.RETRYABLE_FAILED, logs=logs, custom_info=custom)
+        return PluginPhaseInfo.failure("UnknownPhase", f"the agent answered with unknown phase {phase} "
+                                       f"(state {resource.state})", kind=SYSTEM, retryable=True, logs=logs)
+
+    def _succeeded(self, tctx: TaskExecutionContext, resource: agent_pb2.Resource, logs, custom) -> PluginPhaseInfo:
+        """Flyte's writeOutput: the agent's literal map, else what it wrote itself to the output prefix."""
+        prefix = tctx.state.get("output_prefix", tctx.output_prefix)
+        if not len(tctx.task.interface.outputs.variables):
+            return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs, custom_info=custom)
+        if resource.HasField("outputs"):
+            self.ctx.blobs.write_proto(posixpath.join(prefix, "outputs.pb"), resource.outputs)
+            return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs, custom_info=custom)
+        written = written_result(self.ctx.blobs, prefix, logs)
+        if written is not None:
+            written.custom_info = custom
+            return written
+        return PluginPhaseInfo.failure(
+            "OutputsNotFound", f"the agent reported task {tctx.task.id.name} succeeded without outputs, and "
+            f"wrote no outputs.pb or error.pb to {prefix}", kind=SYSTEM, retryable=True, logs=logs)
+
+    def _version(self, st: dict, info: PluginPhaseInfo) -> int:
+        """A new phase version when the agent's message or log links change within a phase (so each is
+        reported); remembered for rounds whose GetTask fails."""
+        seen = [info.phase.value, info.reason, [log.uri for log in info.logs]]
+        if st.get("last_seen") != seen:
+            same_phase = st.get("last_phase") == info.phase.value
+            st["last_version"] = st.get("last_version", 2) + 1 if same_phase else 2
+            st.update(last_seen=seen, last_phase=info.phase.value, last_reason=info.reason)
+        return st["last_version"]
+
+    def _last_reported(self, st: dict) -> PluginPhaseInfo:
+        """The phase last reported, unchanged, to be asked again later (the agent cannot be reached now)."""
+        return PluginPhaseInfo(PluginPhase(st.get("last_phase", PluginPhase.QUEUED.value)),
+                               version=st.get("last_version", 2), reason=st.get("last_reason", ""),
+                               poll_after=self.cfg.resync_seconds)
+
+    def abort(self, tctx: TaskExecutionContext) -> None:
+        """Flyte's Abort: DeleteTask on the agent that holds the task (nothing for a sync agent)."""
+        st = tctx.state
+        if st.get("status") != "created":
+            return
+        name, version = st["task_category"]
+        request = agent_pb2.DeleteTaskRequest(task_type=name,
+                                              task_category=agent_pb2.TaskCategory(name=name, version=version),
+                                              resource_meta=base64.b64decode(st["resource_meta"]))
+        try:
+            route = self.router.route_blocking(tctx.task, self.cfg.local_start_seconds)
+            self.clients.get(route.deployment).delete(request)
+        except (AgentCallFailed, AgentServerFailed, NotServed) as e:
+            log.warning("could not delete the agent task of %s/%s attempt %d: %s", "-".join(tctx.key), tctx.node_id,
+                        tctx.attempt, e)
+        st["status"] = "aborted"
+
+    # -- what the agent is sent ----------------------------------------------------------------
+    def _template(self, tctx: TaskExecutionContext) -> tasks_pb2.TaskTemplate:
+        """The task template, its container args rendered for this attempt as Flyte renders them."""
+        from flytelite.propeller.plugins.local_process import rendered_command
+
+        template = tasks_pb2.TaskTemplate()
+        template.CopyFrom(tctx.task)
+        if template.HasField("container") and len(template.container.args):
+            args = rendered_command(tctx, list(template.container.args))
+            del template.container.args[:]
+            template.container.args.extend(args)
+        return template
+
+
+def _execution_metadata(tctx: TaskExecutionContext) -> agent_pb2.TaskExecutionMetadata:
+    """FlytePropeller's buildTaskExecutionMetadata."""
+    project, domain, name = tctx.key
+    spec = tctx.spec
+    return agent_pb2.TaskExecutionMetadata(
+        task_execution_id=identifier_pb2.TaskExecutionIdentifier(
+            task_id=tctx.task.id, retry_attempt=tctx.attempt,
+            node_execution_id=identifier_pb2.NodeExecutionIdentifier(
+                node_id=tctx.node_id,
+                execution_id=identifier_pb2.WorkflowExecutionIdentifier(project=project, domain=domain, name=name))),
+        namespace=tctx.namespace, labels=spec.labels, annotations=spec.annotations,
+        k8s_service_account=spec.service_account, environment_variables=spec.envs)
+
+
+def _server_log(ctx: Context, route: AgentRoute) -> list[execution_pb2.TaskLog]:
+    """A link to the log of the local agent server that runs the task."""
+    if not route.log_path or not ctx.public_url:
+        return []
+    try:
+        rel = posixpath.relpath(route.log_path, str(ctx.config.logs_dir))
+    except ValueError:
+        return []
+    return [execution_pb2.TaskLog(uri=f"{ctx.public_url}/logs/{rel}", name="Agent server log (flytelite)")]
