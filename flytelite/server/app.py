@@ -98,7 +98,7 @@ class FlyteliteServer:
         self.notifications: NotificationProcessor | None = None
         self._mux: PortMux | None = None
         self._grpc: grpc.Server | None = None
-        self._http: uvicorn.Server | None = None
+        self._http: QuietHttpServer | None = None
         self._listener: Listener | None = None
         self._stopping = asyncio.Event()
 
@@ -176,7 +176,7 @@ class FlyteliteServer:
             auth_pb2_grpc.add_AuthMetadataServiceServicer_to_server(AuthMetadataService(ctx.auth), self._grpc)
         self._grpc.start()
         uv_config = uvicorn.Config(build_app(ctx), log_level="warning", lifespan="off", access_log=False)
-        self._http = uvicorn.Server(uv_config)
+        self._http = QuietHttpServer(uv_config)
         self._http_task = asyncio.create_task(self._http.serve(sockets=[http_sock]))
 
     async def _heartbeat(self) -> None:
@@ -210,7 +210,7 @@ class FlyteliteServer:
         if self._grpc is not None:
             self._grpc.stop(grace=2).wait()
         if self._http is not None:
-            self._http.should_exit = True
+            self._http.stop()
             await self._http_task
         self._heartbeat_task.cancel()
         try:
@@ -238,3 +238,28 @@ class FlyteliteServer:
         if cfg.auth.enabled:
             lines.append("  and set admin.authType (ClientSecret, Pkce or ExternalCommand) in its config")
         print("\n".join(lines), flush=True)
+
+
+class QuietHttpServer(uvicorn.Server):
+    """uvicorn's server without its ten wake-ups a second (it looks whether to stop every 0.1 s): an idle
+    flytelite wakes for nothing. The Date header is still refreshed every second, and a stop is seen at once."""
+
+    _stopping: asyncio.Event | None = None
+
+    async def main_loop(self) -> None:
+        self._stopping = asyncio.Event()
+        if self.should_exit:
+            self._stopping.set()
+        counter = 0
+        while not await self.on_tick(counter):  # refreshes the Date header when counter % 10 == 0
+            counter = (counter + 10) % 864000
+            try:
+                await asyncio.wait_for(self._stopping.wait(), timeout=1.0)
+            except TimeoutError:
+                pass
+
+    def stop(self) -> None:
+        """Stop serving (from the event loop's thread)."""
+        self.should_exit = True
+        if self._stopping is not None:
+            self._stopping.set()
