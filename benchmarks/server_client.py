@@ -134,3 +134,13 @@ def execution_seconds(execution: execution_pb2.Execution) -> float:
 
 def now() -> float:
     return datetime.now(timezone.utc).timestamp()
+
+
+def local_pyflyte_run(folder: Path, file: str, workflow: str, *args: str) -> None:
+    """`pyflyte run` without --remote (flytekit's local execution, in a process of its own) of a workflow file
+    of benchmarks/workflows, copied into `folder`: what `pyflyte run --remote` is compared with."""
+    if not folder.exists():
+        shutil.copytree(HERE / "workflows", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    out = subprocess.run([PYFLYTE, "run", file, workflow, *args], cwd=folder, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"pyflyte run {workflow} (local) failed:\n{out.stdout}\n{out.stderr}")
