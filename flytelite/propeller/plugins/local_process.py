@@ -76,7 +76,11 @@ class LocalProcessPlugin(Plugin):
         # Attempts forked from a zygote when they can be (see plugins/warm); the others run cold.
         self.warm = (WarmPool(ctx.config.logs_dir, engine.warm_start_seconds, size=engine.warm_pool_size)
                      if engine.warm_workers else None)
-        self._cleaner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="work-dir-cleanup")
+        # Finished attempts' folders are deleted by one thread at the lowest CPU priority; `_trash` holds those
+        # not deleted yet (close() deletes them itself rather than wait for a starved thread).
+        self._cleaner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="work-dir-cleanup",
+                                           initializer=_lowest_priority)
+        self._trash: set[Path] = set()
 
     def setup(self, loop) -> None:
         self._loop = loop
@@ -88,7 +92,9 @@ class LocalProcessPlugin(Plugin):
         self.watcher.close()
         if self.warm is not None:
             self.warm.close()
-        self._cleaner.shutdown(wait=True)
+        self._cleaner.shutdown(wait=True, cancel_futures=True)
+        for trash in list(self._trash):
+            shutil.rmtree(trash, ignore_errors=True)
 
     # -- the attempt's life ------------------------------------------------------------------
     def handle(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
@@ -329,10 +335,17 @@ class LocalProcessPlugin(Plugin):
         except OSError:
             shutil.rmtree(path, ignore_errors=True)
             return
+        with self._lock:
+            self._trash.add(trash)
         try:
-            self._cleaner.submit(shutil.rmtree, trash, ignore_errors=True)
+            self._cleaner.submit(self._delete, trash)
         except RuntimeError:  # closed
-            shutil.rmtree(trash, ignore_errors=True)
+            self._delete(trash)
+
+    def _delete(self, trash: Path) -> None:
+        shutil.rmtree(trash, ignore_errors=True)
+        with self._lock:
+            self._trash.discard(trash)
 
     # -- the command -----------------------------------------------------------------------
     def _command(self, tctx: TaskExecutionContext) -> tuple[list[str], dict[str, str]]:
@@ -409,3 +422,12 @@ def _ensure_dest_dir(argv: list[str], work_dir: Path) -> list[str]:
             path.mkdir(parents=True, exist_ok=True)
             break
     return argv
+
+
+def _lowest_priority() -> None:
+    """Run the calling thread at the lowest CPU priority: deleting finished attempts' folders (a few ms of
+    file system calls each) then takes only CPU that running tasks and the engine leave idle."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+    except OSError:
+        pass
