@@ -71,7 +71,7 @@ def pyflyte_command(argv: list[str]) -> list[str] | None:
     return cmd if inner and inner[0] in EXECUTE_COMMANDS else None
 
 
-def map_item_group(command: list[str]) -> str | None:
+def worker_group(command: list[str]) -> str | None:
     """What the attempts that may share a worker have in common: their command without the attempt's own
     paths, and for a task (not a map item) without which task of the code it runs. Attempts of one group
     (the items of one map task; the tasks of one code version) may run one after another in a worker."""
@@ -358,7 +358,7 @@ class WarmPool:
                on_room: Callable[[], None] | None = None) -> WarmAttempt | None:
         """Fork the attempt from its interpreter's zygote; None when it must run cold (nothing started).
 
-        Attempts of one group (by default: the items of one map task) may run one after another in a worker.
+        Attempts of one group (by default: the items of one map task, or the tasks of one code version) may run one after another in a worker.
         Raises PoolFull (nothing started) when all `size` slots are taken; `on_room` is called once one frees."""
         command = pyflyte_command(argv)
         if command is None or env.get(RUNTIME_PACKAGES_ENV):
@@ -374,7 +374,7 @@ class WarmPool:
                     raise PoolFull(f"waiting for a warm worker: all {self.size} (engine.warm_pool_size) run tasks")
                 self._running += 1
             try:
-                attempt = zygote.run(command, env, cwd, log_path, group or map_item_group(command))
+                attempt = zygote.run(command, env, cwd, log_path, group or worker_group(command))
             except ZygoteRetired:
                 self._release()
                 continue
