@@ -114,8 +114,8 @@ def test_timeout_is_the_same_and_kills_the_process(tmp_path):
     warm, cold = _both(tmp_path, ft.too_slow_wf, lambda d: {"marker_dir": str(d / "marks")}, "slow")
     assert warm == cold
     assert warm["error"][0] == "TimeoutExpired" and warm["nodes"]["n0"][-1] == "TIMED_OUT"
-    # A cold process on a loaded machine may be killed before it even marks itself; a forked one starts at once.
-    assert markers(tmp_path / "warm" / "marks", "too_slow")
+    # On a loaded machine either may be killed before it marks itself (the timeout also counts the wait for a
+    # zygote that is still importing flytekit); every process that did mark itself must be gone.
     for mode in ("warm", "cold"):
         for line in markers(tmp_path / mode / "marks", "too_slow"):
             assert _gone(int(line.split()[0])), f"{mode}: the timed-out process {line} still runs"

@@ -20,6 +20,7 @@ there as the attempt's process, exactly like a one-attempt child, and the next i
 from __future__ import annotations
 
 import atexit
+import importlib.machinery
 import json
 import logging
 import os
@@ -38,8 +39,11 @@ import flytekit.loggers
 from flytekit.bin import entrypoint
 
 INSTALLATION = tuple({os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+_PATH_FINDER = importlib.machinery.PathFinder
 # A LiteralMap proto this big is worth remembering (map items each read the whole list of inputs).
 MEMO_MIN_BYTES = 4096
+# A code tarball up to this size is kept in memory for the worker's next attempt.
+MAX_KEPT_DISTRIBUTION_BYTES = 16 << 20
 
 
 def _base_sys_path() -> list[str]:
@@ -123,9 +127,14 @@ def serve_items(request: dict, session_fd: int, sock: socket.socket) -> int:
         _flush()
         if code != 0 or not baseline.unchanged():
             return _finish(code)  # ends as the attempt's process would: the zygote reports its exit
-        baseline.restore()
+        # The attempt is over (its files written, its log flushed): reported before the clean-up, which then
+        # overlaps with the server's round that starts the next attempt.
         try:
             sock.sendall(json.dumps({"done": request["id"]}).encode() + b"\n")
+        except OSError:
+            return _finish(0)  # the zygote is gone
+        baseline.restore()
+        try:
             line = reader.readline()
         except OSError:
             line = b""
@@ -179,7 +188,7 @@ class _Baseline:
         for name in set(sys.modules) - self.modules:
             if self.own_code(name):
                 del sys.modules[name]
-        sys.path_importer_cache.clear()
+        _forget_finders()
         logging.root.setLevel(self.root_logging[0])
         logging.root.handlers[:] = self.root_logging[1]
         warnings.filters[:] = self.warning_filters
@@ -285,11 +294,34 @@ def _reseed() -> None:
         numpy_random.seed()
 
 
+# What flytekit's logger set-up reads: its variables, whether the process runs a Flyte execution, and
+# where an IPython it looks for could be imported from.
+_LOGGING_ENV = ("FLYTE_SDK_LOGGING_LEVEL", "FLYTE_SDK_DEV_LOGGING_LEVEL", "FLYTE_SDK_LOGGING_FORMAT",
+                "FLYTE_SDK_RICH_TRACEBACKS", "PYTHONPATH")
+_FLYTEKIT_LOGGERS = ("flytekit", "user_space", "developer")
+# (what the set-up read, the loggers as it left them) after the last set-up.
+_loggers_configured: list[tuple] = []
+
+
 def _reset_loggers() -> None:
-    """flytekit configures its loggers from the environment at import: configure them from the attempt's."""
+    """flytekit configures its loggers from the environment at import: configure them from the attempt's,
+    unless the last attempt's set-up read the same and its loggers are still as it left them."""
+    read = (tuple(os.environ.get(k) for k in _LOGGING_ENV), "FLYTE_INTERNAL_EXECUTION_ID" in os.environ)
+    if _loggers_configured and _loggers_configured[0] == (read, _logger_state()):
+        return
     for name in ("user_space", "developer"):
         logging.getLogger(name).handlers.clear()
     flytekit.loggers.initialize_global_loggers()
+    _loggers_configured[:] = [(read, _logger_state())]
+
+
+def _logger_state() -> tuple:
+    state = []
+    for name in _FLYTEKIT_LOGGERS:
+        logger = logging.getLogger(name)
+        state.append((logger.level, logger.propagate, logger.disabled, tuple(logger.handlers), tuple(logger.filters),
+                      tuple((h.level, h.formatter, tuple(h.filters)) for h in logger.handlers)))
+    return tuple(state)
 
 
 def _fast_execute(args: list[str]) -> list[str]:
@@ -324,18 +356,59 @@ def _download_distribution(distribution: str, dest_dir: str) -> None:
     if not os.path.isdir(dest_dir):
         raise ValueError("Destination path is required to download distribution and it should be a directory")
     local = os.path.join(dest_dir, name)
-    FlyteContextManager.current_context().file_access.get_data(distribution, os.path.join(dest_dir, ""))
+    if _last_distribution[:1] == [distribution]:
+        with open(local, "wb") as f:
+            f.write(_last_distribution[1])
+    else:
+        FlyteContextManager.current_context().file_access.get_data(distribution, os.path.join(dest_dir, ""))
+        if os.path.getsize(local) <= MAX_KEPT_DISTRIBUTION_BYTES:
+            with open(local, "rb") as f:
+                _last_distribution[:] = [distribution, f.read()]
     with tarfile.open(local, "r:gz") as archive:
         archive.extractall(dest_dir, filter="data")
+
+
+# The last code tarball downloaded, [uri, bytes]: a worker's attempts share their command, so their code
+# tarball. Its content never changes under one name (flytekit names it by its digest, and an upload location
+# refuses different content at a name it gave out), so a later attempt gets it without downloading it again.
+_last_distribution: list = []
 
 
 def _set_sys_path(first: str) -> None:
     """sys.path as a fresh interpreter for this attempt would have it: first entry, PYTHONPATH, the rest."""
     from_env = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     sys.path[:] = [first, *from_env, *BASE_SYS_PATH]
-    import importlib
+    _forget_finders()
 
-    importlib.invalidate_caches()
+
+def _forget_finders() -> None:
+    """Drop the import system's cached finders of folders outside the interpreter's installation (the
+    task's code, which the attempt may have changed or which may be gone); those of installed packages
+    stay, with their cached listings: a package installed or removed retires the whole zygote (pool.py), and
+    listing site-packages again made every attempt's failed optional imports (IPython, for one) slow."""
+    cache = sys.path_importer_cache
+    for path in [p for p in cache if not _installed(p)]:
+        del cache[path]
+    for hook in sys.meta_path:
+        if hook is not _PATH_FINDER and hasattr(hook, "invalidate_caches"):
+            hook.invalidate_caches()
+
+
+_INSTALLED_PATHS: set = set()
+
+
+def _installed(path) -> bool:
+    """Whether a folder on sys.path is inside the interpreter's installation (those found are remembered:
+    realpath stats every part of the path; the task's own folders are new with each attempt)."""
+    if path in _INSTALLED_PATHS:
+        return True
+    try:
+        inside = os.path.realpath(path).startswith(INSTALLATION)
+    except (TypeError, ValueError):
+        return False
+    if inside:
+        _INSTALLED_PATHS.add(path)
+    return inside
 
 
 def _push_file_access() -> None:
