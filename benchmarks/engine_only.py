@@ -57,8 +57,8 @@ class CountingSink(EventSink):
         super().workflow_event(event)
         self._applied([event])
 
-    def apply_batch(self, events) -> None:
-        super().apply_batch(events)
+    def apply_batch(self, events, then=None) -> None:
+        super().apply_batch(events, then)
         self._applied(events)
 
     def _applied(self, events) -> None:

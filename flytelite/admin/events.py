@@ -12,13 +12,14 @@ raises NotFound: that is a bug in the producer.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from flyteidl.admin import execution_pb2, node_execution_pb2
 from flyteidl.core import execution_pb2 as core_execution_pb2
 from flyteidl.core import identifier_pb2 as idpb
 from flyteidl.event import event_pb2
 from google.protobuf.message import Message
+from sqlalchemy.orm import Session
 
 from flytelite.admin.event_rows import EventRows, NodeKey, node_key
 from flytelite.admin.exec_data import offload_literal_map
@@ -57,10 +58,11 @@ class EventSink:
         with self.ctx.db.session() as session:
             apply_task_event(self.ctx, session, event, EventRows(session))
 
-    def apply_batch(self, events: Sequence[Message]) -> None:
+    def apply_batch(self, events: Sequence[Message], then: Callable[[Session], None] | None = None) -> None:
         """Apply events, in order, in one transaction (what one evaluation round reported): one commit and
-        a few queries instead of a transaction per event. Raises, applying none, if admin refuses one of them;
-        the caller then sends them one by one."""
+        a few queries instead of a transaction per event; `then(session)` (the engine's status write) runs
+        in the same transaction after them. Raises, applying none, if admin refuses one of them; the caller
+        then sends them one by one."""
         with self.ctx.db.session() as session:
             rows = EventRows(session)
             rows.prefetch(_named_nodes(events))
@@ -71,6 +73,8 @@ class EventSink:
                     apply_task_event(self.ctx, session, event, rows)
                 else:
                     self._workflow_event(rows, event)
+            if then is not None:
+                then(session)
 
     def _workflow_event(self, rows: EventRows, event: event_pb2.WorkflowExecutionEvent) -> None:
         row = rows.execution(event.execution_id)

@@ -11,13 +11,14 @@ re-runs the transition): admin answers AlreadyExists, which is fine. Other refus
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from flyteidl.core import execution_pb2, identifier_pb2
 from flyteidl.event import event_pb2
 from google.protobuf import struct_pb2
 from google.protobuf.message import Message
+from sqlalchemy.orm import Session
 
 from flytelite import errors
 from flytelite.idl.times import Clock, to_timestamp
@@ -49,8 +50,9 @@ class EventSink(Protocol):
 
 
 class BatchEventSink(EventSink, Protocol):
-    def apply_batch(self, events: Sequence[Message]) -> None:
-        """Apply the events in order, all or none (raising a refusal when none were applied)."""
+    def apply_batch(self, events: Sequence[Message], then: Callable[[Session], None] | None = None) -> None:
+        """Apply the events in order, all or none (raising a refusal when none were applied); `then` runs
+        in the same transaction after them."""
 
 
 class EventRecorder:
@@ -62,8 +64,9 @@ class EventRecorder:
         """A recorder for one evaluation round: it keeps the events until flush() hands them over together."""
         return BufferedEventRecorder(self.sink, self.clock)
 
-    def flush(self) -> None:
-        """Events are sent as they are made: nothing to flush."""
+    def flush(self, then: Callable[[Session], None] | None = None) -> bool:
+        """Events are sent as they are made: nothing to flush (and `then` is not run: False)."""
+        return False
 
     def _send(self, fn, event) -> None:
         try:
@@ -179,16 +182,19 @@ class BufferedEventRecorder(EventRecorder):
     def _send(self, fn, event) -> None:
         self._pending.append((fn, event))
 
-    def flush(self) -> None:
+    def flush(self, then: Callable[[Session], None] | None = None) -> bool:
+        """Hand the round's events to admin; with `then` (a write of the engine's own), in the same
+        transaction when the sink can: True if `then` ran, False if the caller must still run it."""
         pending, self._pending = self._pending, []
         if not pending:
-            return
+            return False
         apply_batch = getattr(self.sink, "apply_batch", None)
-        if apply_batch is not None and len(pending) > 1:
+        if apply_batch is not None and (len(pending) > 1 or then is not None):
             try:
-                apply_batch([event for _, event in pending])
-                return
+                apply_batch([event for _, event in pending], then=then)
+                return then is not None
             except _REFUSALS:
                 pass  # none applied: send them one by one, so that only the refused ones are left out
         for fn, event in pending:
             EventRecorder._send(self, fn, event)
+        return False

@@ -13,9 +13,11 @@ import logging
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from flyteidl.core import execution_pb2
 from sqlalchemy import select, update
+from sqlalchemy.orm import Session
 
 from flytelite.context import Context, ExecutionKey
 from flytelite.idl.ids import execution_id
@@ -60,6 +62,9 @@ class WorkflowExecutor:
         self.nodes = nodes
         self.wake = wake
         self._workflows: dict[ExecutionKey, ExecutableWorkflow] = {}
+        # The status each execution's last round left, with its JSON as persisted: the next round takes it
+        # instead of parsing the row again, when the row still holds that JSON.
+        self._statuses: dict[ExecutionKey, tuple[str, WorkflowStatus]] = {}
 
     def handle(self, key: ExecutionKey) -> RoundResult:
         """Evaluate one execution; raises if the round failed (its status is then not persisted)."""
@@ -69,6 +74,8 @@ class WorkflowExecutor:
                        FlyteWorkflow.abort_cause, FlyteWorkflow.done)
                 .where(FlyteWorkflow.project == key[0], FlyteWorkflow.domain == key[1], FlyteWorkflow.name == key[2])
             ).one_or_none()
+        # Taken out for the round: a round that raises leaves no half-changed status behind.
+        kept = self._statuses.pop(key, None)
         if row is None or row.done:
             self._workflows.pop(key, None)
             return RoundResult(done=True)
@@ -76,10 +83,10 @@ class WorkflowExecutor:
         if workflow is None:
             workflow = self._workflows[key] = ExecutableWorkflow.from_bytes(row.closure_pb)
         spec = ExecutionSpec.from_json(row.spec_json)
-        status = WorkflowStatus.from_json(row.status_json)
         persisted = row.status_json
+        status = kept[1] if kept is not None and kept[0] == persisted else WorkflowStatus.from_json(persisted)
         rnd = None
-        # Admin applies a round's events in one transaction, before the status that follows from them is persisted.
+        # Admin applies a round's events in one transaction, which also persists the status that follows from them.
         events = self.events.buffered()
         for _ in range(MAX_STREAK):
             rnd = ExecutionRound(ctx=self.ctx, key=key, spec=spec, workflow=workflow, status=status,
@@ -91,14 +98,19 @@ class WorkflowExecutor:
                 before = status.phase
                 self._advance(rnd)
                 rnd.requeue_now = rnd.requeue_now or status.phase != before
-            events.flush()
             done = status.phase in WORKFLOW_DONE
             text = status.to_json()
             if text != persisted or done:
-                self._persist(key, text, done)
+                # With the round's events, in their transaction when admin's sink can.
+                write = partial(self._persist, key, text, done)
+                if not events.flush(then=write):
+                    with self.ctx.db.session() as session:
+                        write(session)
                 persisted = text
                 if self.mirror is not None:
                     self.mirror.persisted(key, workflow, spec, text)
+            else:
+                events.flush()
             if done:
                 self._workflows.pop(key, None)
                 self._wake_parent(key, spec)
@@ -106,7 +118,9 @@ class WorkflowExecutor:
             if not rnd.requeue_now:
                 break
         else:
+            self._statuses[key] = (persisted, status)
             return RoundResult(requeue_after=0)
+        self._statuses[key] = (persisted, status)
         return RoundResult(requeue_after=rnd.requeue_after)
 
     def record_failed_round(self, key: ExecutionKey, error: BaseException) -> bool:
@@ -199,7 +213,7 @@ class WorkflowExecutor:
             status.stopped_at = now
             rnd.events.workflow(exec_id, WfPhase.ABORTED)
 
-    def _persist(self, key: ExecutionKey, status_json: str, done: bool) -> None:
+    def _persist(self, key: ExecutionKey, status_json: str, done: bool, session: Session) -> None:
         # Only the engine's columns: admin writes abort_cause concurrently.
         statement = (
             update(FlyteWorkflow)
@@ -208,8 +222,7 @@ class WorkflowExecutor:
         )
         if self.leases is not None:
             statement = self.leases.fence(statement)
-        with self.ctx.db.session() as s:
-            written = s.execute(statement).rowcount
+        written = session.execute(statement).rowcount
         if self.leases is not None and written == 0:
             self._workflows.pop(key, None)
             raise LeaseLost(f"execution {'/'.join(key)} is driven by another replica now; this round is dropped")
