@@ -11,7 +11,9 @@ from flyteidl.core import literals_pb2
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.phases import NodePhase, WorkflowPhase
 from flytelite.propeller.plugins import processes
+from flytelite.propeller.plugins.local_process import LocalProcessPlugin
 from flytelite.store.models import FlyteWorkflow
+from tests.e2e.flyte_cli import wait_for
 from tests.propeller import flyte_tasks as ft
 from tests.propeller import harness as h
 
@@ -138,3 +140,25 @@ def _gone(pid: int, timeout: float = 10) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def test_folders_left_in_the_trash_by_a_stopped_server_are_deleted_after_the_next_start(tmp_path):
+    """close() does not wait for finished attempts' folders to be deleted (a thousand of them kept a loaded
+    machine's server stopping for seconds); the next start deletes what was left."""
+    ctx = h.make_context(tmp_path, warm_workers=False)
+    left = ctx.config.work_dir / ".trash" / "left-by-an-earlier-server"
+    (left / "code").mkdir(parents=True)
+    (left / "code" / "wf.py").write_text("x = 1\n")
+    attempt = ctx.config.work_dir / "run" / "n0" / "0"
+    attempt.mkdir(parents=True)
+    plugin = LocalProcessPlugin(ctx)
+    loop = asyncio.new_event_loop()
+    try:
+        plugin.setup(loop)
+        wait_for(lambda: not left.exists(), "the folder left in the trash to be deleted")
+        plugin._discard(str(attempt))
+        assert not attempt.exists()  # moved aside at once, deleted in the background
+        wait_for(lambda: not any((ctx.config.work_dir / ".trash").iterdir()), "the attempt's folder to be deleted")
+    finally:
+        plugin.close()
+        loop.close()

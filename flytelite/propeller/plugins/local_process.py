@@ -76,15 +76,21 @@ class LocalProcessPlugin(Plugin):
         # Attempts forked from a zygote when they can be (see plugins/warm); the others run cold.
         self.warm = (WarmPool(ctx.config.logs_dir, engine.warm_start_seconds, size=engine.warm_pool_size)
                      if engine.warm_workers else None)
-        # Finished attempts' folders are deleted by one thread at the lowest CPU priority; `_trash` holds those
-        # not deleted yet (close() deletes them itself rather than wait for a starved thread).
+        # Finished attempts' folders are moved into the trash folder and deleted there by one thread at the
+        # lowest CPU priority; what is left when the server stops is deleted after its next start.
+        self._trash = ctx.config.work_dir / ".trash"
         self._cleaner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="work-dir-cleanup",
                                            initializer=_lowest_priority)
-        self._trash: set[Path] = set()
 
     def setup(self, loop) -> None:
         self._loop = loop
         self.watcher.bind(loop)
+        try:
+            left = list(self._trash.iterdir())
+        except OSError:
+            left = []
+        for folder in left:
+            self._cleaner.submit(shutil.rmtree, folder, ignore_errors=True)
         if self.warm is not None:
             self.warm.prestart(self.ctx.config.interpreter_for(""))
 
@@ -92,9 +98,8 @@ class LocalProcessPlugin(Plugin):
         self.watcher.close()
         if self.warm is not None:
             self.warm.close()
-        self._cleaner.shutdown(wait=True, cancel_futures=True)
-        for trash in list(self._trash):
-            shutil.rmtree(trash, ignore_errors=True)
+        # Not waited for: deleting a thousand finished attempts' folders took a loaded machine many seconds.
+        self._cleaner.shutdown(wait=False, cancel_futures=True)
 
     # -- the attempt's life ------------------------------------------------------------------
     def handle(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
@@ -326,26 +331,22 @@ class LocalProcessPlugin(Plugin):
     def _discard(self, path: str) -> None:
         """Move a folder aside now and delete it in the background: deleting an attempt's unpacked code in
         the round delayed the next node by milliseconds per task."""
-        trash = self.ctx.config.work_dir / ".trash" / uuid.uuid4().hex
+        trash = self._trash / uuid.uuid4().hex
         try:
-            trash.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(path, trash)
-        except FileNotFoundError:
-            return
+            try:
+                os.rename(path, trash)
+            except FileNotFoundError:
+                if not os.path.exists(path):
+                    return
+                self._trash.mkdir(parents=True, exist_ok=True)  # the first one
+                os.rename(path, trash)
         except OSError:
             shutil.rmtree(path, ignore_errors=True)
             return
-        with self._lock:
-            self._trash.add(trash)
         try:
-            self._cleaner.submit(self._delete, trash)
-        except RuntimeError:  # closed
-            self._delete(trash)
-
-    def _delete(self, trash: Path) -> None:
-        shutil.rmtree(trash, ignore_errors=True)
-        with self._lock:
-            self._trash.discard(trash)
+            self._cleaner.submit(shutil.rmtree, trash, ignore_errors=True)
+        except RuntimeError:  # closed: deleted after the next start
+            pass
 
     # -- the command -----------------------------------------------------------------------
     def _command(self, tctx: TaskExecutionContext) -> tuple[list[str], dict[str, str]]:
