@@ -108,9 +108,11 @@ def test_timeout_kills_the_process_and_times_out_the_node(tmp_path):
     assert sink.task_phases("n0")[-1] == (0, "ABORTED")
     err = h.workflow_error(sink)
     assert err.code == "TimeoutExpired" and "timeout [2s] expired" in err.message
-    pid = int(markers(marks, "too_slow")[0].split()[0])
-    assert _gone(pid)
-    assert took < 20
+    # The process the engine started is gone (it may have been killed before it marked itself, when starting
+    # an interpreter took a loaded machine longer than the timeout).
+    assert _gone(status.nodes["n0"].task.plugin["pid"])
+    for line in markers(marks, "too_slow"):
+        assert _gone(int(line.split()[0]))
 
 
 def test_abort_kills_running_process_and_reports_aborted(tmp_path):
