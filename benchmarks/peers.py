@@ -95,17 +95,17 @@ def ensure_venv(peer: Peer) -> Path:
         return python
     print(f"benchmark: installing {peer.package}=={peer.version} into {venv} (once) ...", file=sys.stderr, flush=True)
     shutil.rmtree(venv, ignore_errors=True)
-    steps = ([sys.executable, "-m", "venv", str(venv)],
-             [str(python), "-m", "pip", "install", "-q", "--upgrade", "pip"],
-             [str(python), "-m", "pip", "install", "-q", f"{peer.package}=={peer.version}"])
-    for step in steps:
+    pip = [str(python), "-m", "pip", "install", "-q"]
+    steps = {"python -m venv": [sys.executable, "-m", "venv", str(venv)],
+             "pip install --upgrade pip": [*pip, "--upgrade", "pip"],
+             f"pip install {peer.package}=={peer.version}": [*pip, f"{peer.package}=={peer.version}"]}
+    for what, argv in steps.items():
         try:
-            done = subprocess.run(step, capture_output=True, text=True, env=_clean_env(), timeout=INSTALL_TIMEOUT)
+            done = subprocess.run(argv, capture_output=True, text=True, env=_clean_env(), timeout=INSTALL_TIMEOUT)
         except subprocess.TimeoutExpired:
-            raise PeerUnavailable(f"`{' '.join(step[-3:])}` took over {INSTALL_TIMEOUT:.0f} s") from None
+            raise PeerUnavailable(f"`{what}` took over {INSTALL_TIMEOUT:.0f} s") from None
         if done.returncode != 0:
-            raise PeerUnavailable(f"`{' '.join(step[-3:])}` failed (exit {done.returncode}): "
-                                  f"{_tail(done.stderr or done.stdout)}")
+            raise PeerUnavailable(f"`{what}` failed (exit {done.returncode}): {_tail(done.stderr or done.stdout)}")
     return python
 
 
