@@ -134,7 +134,7 @@ def run_peer(peer: Peer, root: Path, runs: int) -> PeerResult:
         if timings["version"] != peer.version:
             raise PeerUnavailable(f"{peer.script} ran {peer.package} {timings['version']}, not {peer.version}")
         return PeerResult(peer, chain=timings["chain"], fan_out=timings["fan_out"])
-    except (PeerUnavailable, OSError, ValueError, KeyError) as e:
+    except (PeerUnavailable, OSError, ValueError, KeyError, IndexError) as e:
         return PeerResult(peer, error=str(e) or type(e).__name__)
 
 
