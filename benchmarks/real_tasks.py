@@ -8,7 +8,8 @@ with CreateExecution. Times are the server's: an execution's created_at to its S
 - acceptance latency: CreateExecution sent (client clock) to the first task node RUNNING (server clock,
   same machine);
 - cache hit: a cached 1-task workflow run again with the same input: its node's QUEUED to SUCCEEDED.
-Baselines: flytekit's local execution of the same workflows (in this process), and warm workers off.
+Baselines: flytekit's local execution of the same workflows (in this process), warm workers off, and the
+peers' figures for the same two workflows when the peers section ran before (benchmarks/peers.py).
 The goals are issue 16's (ahead of Prefect's and Dagster's figures measured on this machine).
 """
 
@@ -17,12 +18,14 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from flyteidl.core import catalog_pb2, literals_pb2
 
 from benchmarks.common import Row, baseline, integer, integers, timed
+from benchmarks.peers import PeerResult
 from benchmarks.server_client import BenchServer, execution_seconds, local_pyflyte_run, seconds
 from benchmarks.workflows import real_wfs
 
@@ -153,7 +156,8 @@ def _cache_hits(server: BenchServer, runs: int) -> tuple[list[float], list[float
     return miss, hits
 
 
-def real_rows(root: Path, runs: int, local_runs: int) -> list[Row]:
+def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult] = ()) -> list[Row]:
+    """The real-task rows; `peers` (measured earlier in the run) add their chain and fan-out as baselines."""
     warm = measure(root / "warm", "", runs=runs, map_items=MAP_ITEMS, map_runs=runs, latency_runs=10,
                    cache_runs=5)
     cold = measure(root / "cold", WARM_OFF, runs=1, map_items=COLD_MAP_ITEMS, map_runs=1, latency_runs=3,
@@ -171,10 +175,12 @@ def real_rows(root: Path, runs: int, local_runs: int) -> list[Row]:
                                 f"median attempt {cold_attempt * 1000:,.0f} ms")]).check("<", 0.002),
         Row(f"real tasks: {real_wfs.CHAIN}-task chain", warm.chain, "s", goal="< 1.0 s",
             baselines=[baseline("flytekit local", local_chain, "s"),
-                       baseline("warm workers off", cold.chain, "s")]).check("<", 1.0),
+                       baseline("warm workers off", cold.chain, "s"),
+                       *[baseline(p.peer.title, p.chain, "s") for p in peers if not p.error]]).check("<", 1.0),
         Row(f"real tasks: {MAP_ITEMS:,}-item map_task", warm.map, "s", goal="< 2.0 s",
             baselines=[baseline("flytekit local", local_map, "s"),
-                       baseline("warm workers off", cold.map, "s", cold_map_note)]).check("<", 2.0),
+                       baseline("warm workers off", cold.map, "s", cold_map_note),
+                       *[baseline(p.peer.title, p.fan_out, "s") for p in peers if not p.error]]).check("<", 2.0),
         Row("acceptance latency: CreateExecution to first node RUNNING", warm.latency, "ms", goal="< 50 ms",
             baselines=[baseline("warm workers off", cold.latency, "ms")]).check("<", 0.050),
         Row("hello world: `pyflyte run --remote` (registration included) to SUCCEEDED", warm.hello, "s",

@@ -5,19 +5,22 @@ Sections (each row a median of several runs; slow baselines get fewer, the table
   the no-op plugin, a SQLite file and a blob folder: node transitions per second, a 1,000-node chain,
   a 10,000-item map task;
 - 1,000 concurrent executions through a real server's gRPC API (benchmarks/concurrent.py), no-op plugin;
-- real flytekit tasks through a real server, warm workers on and off (benchmarks/real_tasks.py);
+- peers (benchmarks/peers.py): Prefect and Dagster, each in a cached venv of its own, running the same
+  100-task chain and 1,000-item fan-out as the real-task rows (a row saying why when one cannot be installed);
+- real flytekit tasks through a real server, warm workers on and off (benchmarks/real_tasks.py), with the
+  peers' figures from the same run as baselines;
 - the pytest plugin (benchmarks/pytest_plugin.py): its server ready, a hello-world test;
 - postgresql (benchmarks/postgres.py): the engine-only rows and the 1,000 concurrent executions on a
   throwaway PostgreSQL cluster, the latter with 1 and with 3 replicas (skipped when PostgreSQL's server
   binaries are not installed).
-Baselines: flytekit's local execution of the same workflows; flytelite with warm workers off.
+Baselines: flytekit's local execution of the same workflows; flytelite with warm workers off; the peers.
 Everything is written under one temporary folder, deleted only at the end (deleting files while
 measuring would slow the disk under the next row).
 
     python -m benchmarks.run [--runs N] [--out PATH] [--only SECTION[,SECTION...]]
     make bench BENCH_ARGS="--only postgresql --runs 1"
 
-`--only` measures some sections (engine, concurrent, real, postgresql, kubernetes, pytest); such a partial run writes
+`--only` measures some sections (engine, concurrent, peers, real, postgresql, kubernetes, pytest); such a partial run writes
 benchmarks/results/partial.md unless --out says otherwise, so latest.md always holds a whole run.
 """
 
@@ -40,6 +43,7 @@ from benchmarks.common import Row
 from benchmarks.concurrent import concurrent_rows
 from benchmarks.engine_only import engine_rows
 from benchmarks.k8s_pods import k8s_rows
+from benchmarks.peers import PeerResult, measure_peers, peer_rows
 from benchmarks.postgres import postgres_rows
 from benchmarks.pytest_plugin import pytest_plugin_rows
 from benchmarks.real_tasks import real_rows
@@ -51,17 +55,24 @@ RESULTS = HERE / "results"
 
 def sections(root: Path, runs: int) -> dict[str, tuple[str, Callable[[], list[Row]]]]:
     """Every section of a run, in order: its --only name, its title and what measures its rows."""
+    peers: list[PeerResult] = []  # measured by the peers section, baselines of the real-task rows
+
+    def peer_section() -> list[Row]:
+        peers[:] = measure_peers(root, runs)
+        return peer_rows(peers)
+
     return {
         "engine": ("engine only", lambda: engine_rows(root, runs=runs, local_runs=3)),
         "concurrent": ("concurrent executions", lambda: concurrent_rows(root, runs=runs, local_runs=1)),
-        "real": ("real tasks", lambda: real_rows(root, runs=runs, local_runs=3)),
+        "peers": ("peers: Prefect and Dagster, each in its own venv", peer_section),
+        "real": ("real tasks", lambda: real_rows(root, runs=runs, local_runs=3, peers=peers)),
         "postgresql": ("PostgreSQL, 1 and 3 replicas", lambda: postgres_rows(root, runs=runs)),
         "kubernetes": ("tasks as Kubernetes pods", lambda: k8s_rows(root, runs=runs)),
         "pytest": ("pytest plugin", lambda: pytest_plugin_rows(runs=runs)),
     }
 
 
-SECTION_NAMES = ("engine", "concurrent", "real", "postgresql", "kubernetes", "pytest")
+SECTION_NAMES = ("engine", "concurrent", "peers", "real", "postgresql", "kubernetes", "pytest")
 
 
 def machine() -> str:
@@ -128,6 +139,18 @@ How each row is measured (see the modules in benchmarks/ for the code):
   run is its task execution's RUNNING to SUCCEEDED (process start until its exit was seen). With warm
   workers a map task's items run one after another in a few workers forked from the zygote (each item
   with its own environment, folder, log and a fresh import of the task's code).
+- *peers*: Prefect and Dagster at the versions pinned in benchmarks/peers.py, each installed once into a
+  venv of its own outside the clone (FLYTELITE_BENCH_CACHE, else ~/.cache/flytelite-bench), running the
+  real-task rows' two workflows as a script in that venv (benchmarks/peer_workflows/): a 100-task chain
+  of `x + 1` tasks, each given the one before's result, and `x + 1` mapped over 1,000 integers, gathered
+  into a list. Prefect: flows on its temporary local server (started by Prefect as by default, its home
+  in the run's temporary folder, analytics off), tasks submitted to its default task runner, the chain
+  through futures, the fan-out with `.map`. Dagster: jobs of ops run with `execute_in_process` (its
+  in-process executor, an ephemeral instance), the fan-out through dynamic outputs and `.collect()`.
+  Timed from the call to its result, which the script checks (a wrong result fails the row); one
+  warm-up run of each workflow first (for Prefect it starts the server), and before each timed run
+  the script waits, untimed, until the peer's processes are idle (Prefect's server goes on recording
+  a 1,000-task run's events for a while, and the next run's flow would wait behind them).
 - *PostgreSQL*: a throwaway PostgreSQL cluster started for the run (Debian's server binaries, fsync and
   synchronous_commit off, reached over a unix socket; flytelite/testing_pg.py), a fresh database per row.
   The engine-only rows are the ones above with that database instead of SQLite (blobs still on disk).
