@@ -6,7 +6,7 @@ rules for reuse by the admin (input validation) and the engine.
 """
 
 from flytelite.compiler.errors import ALL_CODES, CompileError, CompilerIssue
-from flytelite.compiler.graph import END_NODE_ID, START_NODE_ID, topological_order
+from flytelite.compiler.graph import END_NODE_ID, START_NODE_ID
 from flytelite.compiler.literals import literal_matches_type, literal_type_for_literal
 from flytelite.compiler.requirements import Requirements, get_requirements
 from flytelite.compiler.task import compile_task
@@ -26,6 +26,5 @@ __all__ = [
     "literal_matches_type",
     "literal_type_castable",
     "literal_type_for_literal",
-    "topological_order",
     "type_to_str",
 ]

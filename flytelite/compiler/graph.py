@@ -90,29 +90,3 @@ def validate_reachable(graph: Graph, node_ids: Iterable[str], errs: E.Errors) ->
                 "Make sure they depend (directly or not) on the workflow start.",
             )
     return errs.ok
-
-
-def topological_order(connections: workflow_pb2.ConnectionSet) -> list[str]:
-    """Node ids in an order where every node comes after its upstream nodes (ties sorted by id).
-
-    Useful to executors that walk a compiled workflow; raises ValueError on a cycle.
-    """
-    upstream = {k: set(v.ids) for k, v in connections.upstream.items()}
-    nodes = set(upstream) | {i for v in upstream.values() for i in v}
-    nodes |= set(connections.downstream) | {i for v in connections.downstream.values() for i in v.ids}
-    remaining = {n: set(upstream.get(n, ())) & nodes for n in nodes}
-    order: list[str] = []
-    ready = sorted(n for n, deps in remaining.items() if not deps)
-    while ready:
-        n = ready.pop(0)
-        order.append(n)
-        del remaining[n]
-        for m, deps in remaining.items():
-            if n in deps:
-                deps.discard(n)
-                if not deps:
-                    ready.append(m)
-        ready.sort()
-    if remaining:
-        raise ValueError(f"cycle among nodes {sorted(remaining)}")
-    return order
