@@ -15,6 +15,3 @@ def enum_name(enum: EnumTypeWrapper, number: int) -> str:
     value = enum.DESCRIPTOR.values_by_number.get(number)
     return value.name if value is not None else f"{number} (not a {enum.DESCRIPTOR.name} value)"
 
-
-def is_defined(enum: EnumTypeWrapper, number: int) -> bool:
-    return number in enum.DESCRIPTOR.values_by_number
