@@ -80,6 +80,11 @@ class NodeExecutor:
         blocked = False
         for node_id in wf.order:
             st = scope.status(node_id)
+            if st.phase == NodePhase.NOT_YET_STARTED and st.data_dir \
+                    and self._readiness(scope, node_id) == "not-ready":
+                # Visited before and still waiting for an upstream node (most of a long chain, every round):
+                # nothing _start would do, without building its context.
+                continue
             if st.phase not in NODE_PASSED and st.phase not in NODE_FAILED:
                 blocked = not self.handle_node(rnd, node_id, scope) or blocked
             if st.phase in NODE_FAILED:

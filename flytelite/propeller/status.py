@@ -35,6 +35,10 @@ def _fields(obj: Any) -> dict[str, Any]:
         if not dataclasses.is_dataclass(obj):
             raise TypeError(f"{type(obj).__name__} in a workflow status is not JSON serializable")
         names = _FIELD_NAMES[type(obj)] = tuple(f.name for f in dataclasses.fields(obj))
+    attributes = obj.__dict__
+    if len(attributes) == len(names):
+        # Exactly its fields, in their order (a dataclass's __init__ sets them so): the dict itself will do.
+        return attributes
     return {name: getattr(obj, name) for name in names}
 
 
