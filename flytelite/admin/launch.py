@@ -145,8 +145,8 @@ def _validate(ctx: Context, request: execution_pb2.ExecutionCreateRequest) -> No
         if not _NAME.match(request.name.lower()):
             raise InvalidArgument(f"execution name {request.name!r} must start with a letter and contain only "
                                   f"lowercase letters, digits and '-'")
-    with ctx.db.session() as session:
-        validate_project_domain(session, request.project, request.domain)
+    # Nothing deletes a project (archiving matters to registration only): one found once is there for good.
+    ctx.versions.get(("project", request.project, request.domain), lambda: _require_project_domain(ctx, request))
     if not request.HasField("spec"):
         raise InvalidArgument("an execution needs a spec naming the launch plan (or task) to run")
     lp = request.spec.launch_plan
@@ -154,6 +154,12 @@ def _validate(ctx: Context, request: execution_pb2.ExecutionCreateRequest) -> No
         raise InvalidArgument(f"spec.launch_plan must name a launch plan or a task, not a "
                               f"{enum_name(idpb.ResourceType, lp.resource_type)}")
     validate_identifier(lp, lp.resource_type)
+
+
+def _require_project_domain(ctx: Context, request: execution_pb2.ExecutionCreateRequest) -> bool:
+    with ctx.db.session() as session:
+        validate_project_domain(session, request.project, request.domain)
+    return True
 
 
 def _parent_node_execution(session, spec: execution_pb2.ExecutionSpec) -> tuple[int | None, idpb.NodeExecutionIdentifier | None]:
@@ -214,19 +220,15 @@ def _store(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier, spec: execut
         recover_from=(spec.metadata.reference_execution.name
                       if spec.metadata.mode == execution_pb2.ExecutionMetadata.RECOVERED else ""),
     )
-    tags = _tags(exec_id, engine_spec.labels, spec.tags)
-    spec_json = engine_spec.to_json()
-
-    def write(session) -> None:
-        # Rows made afresh on each call: group commit runs a write again, alone, if its batch failed.
-        session.add(Execution(**columns))
-        session.add(FlyteWorkflow(
-            project=exec_id.project, domain=exec_id.domain, name=exec_id.name, closure_pb=target.compiled_pb,
-            spec_json=spec_json, status_json="{}", abort_cause=None, done=False, created_at=now, updated_at=now))
-        session.add_all(ExecutionTag(**tag) for tag in tags)
-
+    flyte_workflow = dict(
+        project=exec_id.project, domain=exec_id.domain, name=exec_id.name, closure_pb=target.compiled_pb,
+        spec_json=engine_spec.to_json(), status_json="{}", abort_cause=None, done=False, created_at=now,
+        updated_at=now, lease_owner=None, lease_expires_at=None,
+    )
+    rows = [(Execution.__table__, columns), (FlyteWorkflow.__table__, flyte_workflow)]
+    rows += [(ExecutionTag.__table__, tag) for tag in _tags(exec_id, engine_spec.labels, spec.tags)]
     try:
-        ctx.db.group_commit.write(write)
+        ctx.db.group_commit.insert(rows)
     except IntegrityError:
         raise AlreadyExists(f"{ids.describe_execution(exec_id)} already exists") from None
 

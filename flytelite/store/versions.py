@@ -1,8 +1,8 @@
-"""What was read of registered entity versions, kept: a task, workflow or launch plan version never changes.
+"""What was read of things that never change once they exist, kept: entity versions, projects.
 
-Registering a version twice with another spec is refused and nothing deletes one, so a value derived from
-a version's rows alone (never from mutable columns such as a launch plan's state) stays right for the
-life of the database, on every replica. Bounded, least recently used first out.
+Registering a version twice with another spec is refused and nothing deletes a version or a project, so a
+value derived from a version's rows alone (never from mutable columns such as a launch plan's state or a
+project's) stays right for the life of the database, on every replica. Bounded, least recently used first out.
 """
 
 from __future__ import annotations

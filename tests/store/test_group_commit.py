@@ -27,7 +27,7 @@ def db(tmp_path):
 
 
 def add(name: str):
-    return lambda session: session.add(Leader(name=name))
+    return [(Leader.__table__, {"name": name, "owner": None, "acquired_at": None, "expires_at": None})]
 
 
 def committed(db, name: str) -> bool:
@@ -39,7 +39,7 @@ def test_concurrent_writes_share_transactions_and_return_once_committed(db):
     seen_on_return = []
 
     def write(i: int) -> None:
-        db.group_commit.write(add(f"w{i}"))
+        db.group_commit.insert(add(f"w{i}"))
         # Read from another session: the write must already be committed when write() returns.
         seen_on_return.append(committed(db, f"w{i}"))
 
@@ -52,14 +52,14 @@ def test_concurrent_writes_share_transactions_and_return_once_committed(db):
 
 
 def test_a_failing_write_fails_alone(db):
-    db.group_commit.write(add("taken"))
+    db.group_commit.insert(add("taken"))
     start = threading.Barrier(8)
     errors: dict[str, BaseException | None] = {}
 
     def write(name: str) -> None:
         start.wait()
         try:
-            db.group_commit.write(add(name))
+            db.group_commit.insert(add(name))
             errors[name] = None
         except Exception as exc:  # noqa: BLE001
             errors[name] = exc
@@ -77,7 +77,7 @@ def test_a_failing_write_fails_alone(db):
 def test_a_write_inside_an_open_session_commits_alone(db):
     with db.session() as s:
         s.get(Leader, "nothing")
-        db.group_commit.write(add("inner"))
+        db.group_commit.insert(add("inner"))
     assert committed(db, "inner")
 
 
