@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 if TYPE_CHECKING:
     from flytelite.store.db import Database
 
-# Writes per transaction: bounds how long one transaction holds the write lock (and the rows it holds).
+# Callers per transaction: bounds how long one transaction holds the write lock, and its size.
 MAX_BATCH = 200
 
 # Rows to insert, in order (a row's table, its columns): rows a later one refers to come first.
@@ -93,7 +93,7 @@ class GroupCommit:
                     for queued in batch:
                         queued.error = self._alone(queued)
         except BaseException as exc:
-            # Interrupted: no write of the batch may pass for committed.
+            # Interrupted: no caller of the batch may take its rows for committed.
             for queued in batch:
                 queued.error = queued.error or exc
             raise
