@@ -10,6 +10,7 @@ from flytelite.config import Config
 from flytelite.idl.times import Clock
 from flytelite.storage import BlobStore
 from flytelite.store.db import Database
+from flytelite.store.versions import VersionCache
 
 if TYPE_CHECKING:
     from flytelite.auth.setup import Auth
@@ -36,3 +37,5 @@ class Context:
     ready: bool = False
     # Authentication (flytelite/auth) when the configuration turns it on; None leaves every route open.
     auth: Auth | None = None
+    # What admin derived from registered entity versions (they never change), e.g. launch targets.
+    versions: VersionCache = field(default_factory=VersionCache)

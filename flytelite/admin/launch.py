@@ -15,8 +15,8 @@ import threading
 from dataclasses import dataclass
 
 from flyteidl.admin import execution_pb2, launch_plan_pb2
-from flyteidl.core import compiler_pb2, literals_pb2
 from flyteidl.core import identifier_pb2 as idpb
+from flyteidl.core import interface_pb2, literals_pb2
 from sqlalchemy.exc import IntegrityError
 
 from flytelite.admin.entity_common import (
@@ -45,15 +45,16 @@ _NAME = re.compile(r"^[a-z][a-z\-0-9]*$")
 _CLIENT_PLACEHOLDER_PRINCIPAL = "placeholder"
 
 
-@dataclass
+@dataclass(frozen=True)
 class LaunchTarget:
-    """A launch plan and the compiled workflow it runs."""
+    """A launch plan version and the compiled workflow it runs: read once, shared by every launch (read only)."""
 
     launch_plan_id: idpb.Identifier
     spec: launch_plan_pb2.LaunchPlanSpec
-    closure: launch_plan_pb2.LaunchPlanClosure
+    expected_inputs: interface_pb2.ParameterMap
     workflow_id: idpb.Identifier
-    compiled: compiler_pb2.CompiledWorkflowClosure
+    # The workflow's CompiledWorkflowClosure, serialized: what each execution's FlyteWorkflow row holds.
+    compiled_pb: bytes
 
 
 class _NameReservations:
@@ -90,7 +91,7 @@ def launch_execution(ctx: Context, request: execution_pb2.ExecutionCreateRequest
     if lp_id.resource_type == ids.TASK:
         lp_id = ensure_single_task_launch_plan(ctx, lp_id)
     target = load_launch_target(ctx, lp_id)
-    inputs = resolve_inputs(user_inputs, target.spec.fixed_inputs, target.closure.expected_inputs,
+    inputs = resolve_inputs(user_inputs, target.spec.fixed_inputs, target.expected_inputs,
                             ids.describe(target.launch_plan_id))
 
     name = request.name or ids.new_execution_name()
@@ -98,11 +99,14 @@ def launch_execution(ctx: Context, request: execution_pb2.ExecutionCreateRequest
     _reservations.reserve(key)
     try:
         exec_id = ids.execution_id(*key)
-        with ctx.db.session() as session:
-            if repo.find_execution(session, exec_id) is not None:
-                raise AlreadyExists(f"{ids.describe_execution(exec_id)} already exists; "
-                                    f"choose another name or leave it empty to get a generated one")
-            parent_row_id, parent = _parent_node_execution(session, spec)
+        parent_row_id, parent = None, None
+        # A generated name is new (20 random characters); a chosen one may be taken, and its inputs must stay.
+        if request.name or spec.metadata.HasField("parent_node_execution"):
+            with ctx.db.session() as session:
+                if repo.find_execution(session, exec_id) is not None:
+                    raise AlreadyExists(f"{ids.describe_execution(exec_id)} already exists; "
+                                        f"choose another name or leave it empty to get a generated one")
+                parent_row_id, parent = _parent_node_execution(session, spec)
         exec_dir = ctx.blobs.execution_dir(*key)
         inputs_uri = ctx.blobs.join(exec_dir, "inputs.pb")
         user_inputs_uri = ctx.blobs.join(exec_dir, "user_inputs.pb")
@@ -117,6 +121,11 @@ def launch_execution(ctx: Context, request: execution_pb2.ExecutionCreateRequest
 
 def load_launch_target(ctx: Context, lp_id: idpb.Identifier) -> LaunchTarget:
     lp_id = typed_id(lp_id, ids.LAUNCH_PLAN)
+    return ctx.versions.get(("launch target", lp_id.SerializeToString(deterministic=True)),
+                            lambda: _read_launch_target(ctx, lp_id))
+
+
+def _read_launch_target(ctx: Context, lp_id: idpb.Identifier) -> LaunchTarget:
     with ctx.db.session() as session:
         lp = entities.get_launch_plan(session, lp_id)
         if lp is None:
@@ -125,7 +134,8 @@ def load_launch_target(ctx: Context, lp_id: idpb.Identifier) -> LaunchTarget:
         wf = entities.get_workflow(session, wf_id)
         if wf is None:
             raise NotFound(f"{ids.describe(wf_id)}, which {ids.describe(lp_id)} runs, does not exist")
-    return LaunchTarget(lp_id, lp.spec, lp.closure, wf_id, wf.closure.compiled_workflow)
+    return LaunchTarget(lp_id, lp.spec, lp.closure.expected_inputs, wf_id,
+                        wf.closure.compiled_workflow.SerializeToString())
 
 
 def _validate(ctx: Context, request: execution_pb2.ExecutionCreateRequest) -> None:
@@ -135,8 +145,8 @@ def _validate(ctx: Context, request: execution_pb2.ExecutionCreateRequest) -> No
         if not _NAME.match(request.name.lower()):
             raise InvalidArgument(f"execution name {request.name!r} must start with a letter and contain only "
                                   f"lowercase letters, digits and '-'")
-    with ctx.db.session() as session:
-        validate_project_domain(session, request.project, request.domain)
+    # Nothing deletes a project (archiving matters to registration only): one found once is there for good.
+    ctx.versions.get(("project", request.project, request.domain), lambda: _require_project_domain(ctx, request))
     if not request.HasField("spec"):
         raise InvalidArgument("an execution needs a spec naming the launch plan (or task) to run")
     lp = request.spec.launch_plan
@@ -144,6 +154,12 @@ def _validate(ctx: Context, request: execution_pb2.ExecutionCreateRequest) -> No
         raise InvalidArgument(f"spec.launch_plan must name a launch plan or a task, not a "
                               f"{enum_name(idpb.ResourceType, lp.resource_type)}")
     validate_identifier(lp, lp.resource_type)
+
+
+def _require_project_domain(ctx: Context, request: execution_pb2.ExecutionCreateRequest) -> bool:
+    with ctx.db.session() as session:
+        validate_project_domain(session, request.project, request.domain)
+    return True
 
 
 def _parent_node_execution(session, spec: execution_pb2.ExecutionSpec) -> tuple[int | None, idpb.NodeExecutionIdentifier | None]:
@@ -173,7 +189,7 @@ def _store(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier, spec: execut
         notifications=execution_notifications(lp.entity_metadata.notifications, spec),
     )
     is_task = spec.launch_plan.resource_type == ids.TASK
-    row = Execution(
+    columns = dict(
         project=exec_id.project, domain=exec_id.domain, name=exec_id.name,
         launch_plan_name=target.launch_plan_id.name, launch_plan_version=target.launch_plan_id.version,
         workflow_name=target.workflow_id.name, workflow_version=target.workflow_id.version,
@@ -204,27 +220,27 @@ def _store(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier, spec: execut
         recover_from=(spec.metadata.reference_execution.name
                       if spec.metadata.mode == execution_pb2.ExecutionMetadata.RECOVERED else ""),
     )
-    flyte_workflow = FlyteWorkflow(
-        project=exec_id.project, domain=exec_id.domain, name=exec_id.name,
-        closure_pb=target.compiled.SerializeToString(), spec_json=engine_spec.to_json(), status_json="{}",
-        abort_cause=None, done=False, created_at=now, updated_at=now,
+    flyte_workflow = dict(
+        project=exec_id.project, domain=exec_id.domain, name=exec_id.name, closure_pb=target.compiled_pb,
+        spec_json=engine_spec.to_json(), status_json="{}", abort_cause=None, done=False, created_at=now,
+        updated_at=now, lease_owner=None, lease_expires_at=None,
     )
+    rows = [(Execution.__table__, columns), (FlyteWorkflow.__table__, flyte_workflow)]
+    rows += [(ExecutionTag.__table__, tag) for tag in _tags(exec_id, engine_spec.labels, spec.tags)]
     try:
-        with ctx.db.session() as session:
-            session.add(row)
-            session.add(flyte_workflow)
-            session.add_all(_tags(exec_id, engine_spec.labels, spec.tags))
+        ctx.db.group_commit.insert(rows)
     except IntegrityError:
         raise AlreadyExists(f"{ids.describe_execution(exec_id)} already exists") from None
 
 
-def _tags(exec_id: idpb.WorkflowExecutionIdentifier, labels: dict[str, str], tags) -> list[ExecutionTag]:
+def _tags(exec_id: idpb.WorkflowExecutionIdentifier, labels: dict[str, str], tags) -> list[dict]:
+    """The columns of the execution's ExecutionTag rows."""
     pairs = {**{tag: "" for tag in tags}, **labels}
     for key, value in pairs.items():
         validate_length("execution label or tag", key)
         validate_length(f"value of execution label {key!r}", value)
-    return [ExecutionTag(project=exec_id.project, domain=exec_id.domain, execution_name=exec_id.name,
-                         key=key, value=value) for key, value in pairs.items()]
+    return [dict(project=exec_id.project, domain=exec_id.domain, execution_name=exec_id.name, key=key, value=value)
+            for key, value in pairs.items()]
 
 
 def _interruptible(spec: execution_pb2.ExecutionSpec, lp: launch_plan_pb2.LaunchPlanSpec) -> bool | None:

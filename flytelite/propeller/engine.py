@@ -27,6 +27,11 @@ from flytelite.propeller.queue import QueueShutDown, WorkQueue
 from flytelite.propeller.workflow_executor import WorkflowExecutor
 
 log = logging.getLogger(__name__)
+# While launches wait for their group commit (store/group_commit.py), a worker waits before its next round
+# (looking every YIELD_POLL seconds, at most YIELD_MAX): a caller waits for each launch's reply, nobody for
+# a round. A burst of CreateExecution calls is then answered first, not after the rounds of those before it.
+YIELD_POLL = 0.02
+YIELD_MAX = 1.0
 
 
 class Engine:
@@ -128,6 +133,7 @@ class Engine:
             except QueueShutDown:
                 return
             try:
+                await self._yield_to_launches()
                 if key not in self._held and not await loop.run_in_executor(self._threads, self._claim, key):
                     continue  # another replica drives it
                 result = await loop.run_in_executor(self._threads, self.executor.handle, key)
@@ -150,6 +156,14 @@ class Engine:
                     self.queue.add_rate_limited(key)
             finally:
                 self.queue.done(key)
+
+    async def _yield_to_launches(self) -> None:
+        launches = self.ctx.db.group_commit
+        if not launches.waiting:
+            return
+        deadline = asyncio.get_running_loop().time() + YIELD_MAX
+        while launches.waiting and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(YIELD_POLL)
 
     async def _resync(self) -> None:
         """Periodically renew this replica's leases, take over expired ones and queue every execution it

@@ -219,6 +219,8 @@ class WorkflowExecutor:
             update(FlyteWorkflow)
             .where(FlyteWorkflow.project == key[0], FlyteWorkflow.domain == key[1], FlyteWorkflow.name == key[2])
             .values(status_json=status_json, done=done, updated_at=self.ctx.clock.now())
+            # No ORM object of the row is loaded: skip evaluating the WHERE against the session's objects.
+            .execution_options(synchronize_session=False)
         )
         if self.leases is not None:
             statement = self.leases.fence(statement)

@@ -8,8 +8,9 @@ it is InvalidArgument, on both.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
 from sqlalchemy import create_engine, event
@@ -17,8 +18,12 @@ from sqlalchemy.exc import DataError
 from sqlalchemy.orm import Session, sessionmaker
 
 from flytelite.errors import InvalidArgument
+from flytelite.store.group_commit import GroupCommit
+from flytelite.store.writer_lock import WriterLock
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+# How long a SQLite write waits for another connection's transaction before failing with "database is locked".
+_SQLITE_BUSY_SECONDS = 30
 
 
 class Database:
@@ -26,22 +31,29 @@ class Database:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         kwargs: dict = {}
+        self._local = threading.local()
+        self.writer: WriterLock | None = None
         if self.is_sqlite:
-            kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+            kwargs["connect_args"] = {"check_same_thread": False, "timeout": _SQLITE_BUSY_SECONDS}
+            self.writer = WriterLock(_SQLITE_BUSY_SECONDS, self.session_depth)
         elif url.startswith("postgresql"):
             # Times come back in UTC whatever the server's TimeZone (SQLite hands back the UTC we stored);
             # pre-ping drops connections the server closed (restart, idle timeout) instead of failing a request.
             kwargs["connect_args"] = {"options": "-c timezone=UTC"}
             kwargs["pool_pre_ping"] = True
         self.engine = create_engine(url, future=True, **kwargs)
-        if self.is_sqlite:
+        if self.writer is not None:
             event.listen(self.engine, "connect", _sqlite_pragmas)
+            event.listen(self.engine, "before_cursor_execute", self.writer.before_execute)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False, future=True)
+        # Writes of concurrent callers committed in shared transactions (group_commit.py).
+        self.group_commit = GroupCommit(self)
 
     @contextmanager
     def session(self) -> Iterator[Session]:
         """A session that commits on success and rolls back on error."""
         session = self._sessions()
+        depth = self._local.depth = self.session_depth() + 1
         try:
             yield session
             session.commit()
@@ -55,6 +67,17 @@ class Database:
             raise
         finally:
             session.close()
+            if self.writer is not None:
+                self.writer.session_ended(depth)
+            self._local.depth = depth - 1
+
+    def priority(self) -> AbstractContextManager[None]:
+        """Sessions of this thread in the block write before others waiting to (SQLite; no-op on PostgreSQL)."""
+        return self.writer.priority() if self.writer is not None else nullcontext()
+
+    def session_depth(self) -> int:
+        """How many sessions this thread has open (nested ones count)."""
+        return getattr(self._local, "depth", 0)
 
     def migrate(self) -> None:
         """Bring the schema to the newest Alembic revision."""

@@ -30,7 +30,8 @@ def find_execution(session: Session, ident: idpb.WorkflowExecutionIdentifier,
     if for_update and session.get_bind().dialect.name == "sqlite":
         # SQLite has no row locks and pysqlite begins a transaction only at the first write: a write that
         # touches no row takes the database's write lock now, before the read.
-        session.execute(update(Execution).where(false()).values(phase=Execution.phase))
+        session.execute(update(Execution).where(false()).values(phase=Execution.phase)
+                        .execution_options(synchronize_session=False))
     return session.get(Execution, (ident.project, ident.domain, ident.name), with_for_update=for_update or None)
 
 
