@@ -28,7 +28,7 @@ from flytelite.admin.entity_common import (
 )
 from flytelite.admin.inputs import resolve_inputs
 from flytelite.admin.single_task import ensure_single_task_launch_plan
-from flytelite.context import Context
+from flytelite.context import Context, ExecutionKey
 from flytelite.errors import AlreadyExists, InvalidArgument, NotFound
 from flytelite.idl import ids
 from flytelite.idl.enums import enum_name
@@ -94,7 +94,7 @@ def launch_execution(ctx: Context, request: execution_pb2.ExecutionCreateRequest
                             ids.describe(target.launch_plan_id))
 
     name = request.name or ids.new_execution_name()
-    key = (request.project, request.domain, name)
+    key = ExecutionKey(request.project, request.domain, name)
     _reservations.reserve(key)
     try:
         exec_id = ids.execution_id(*key)

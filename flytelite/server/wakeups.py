@@ -78,7 +78,7 @@ class Listener:
             while not self._stop.is_set():
                 for note in conn.notifies(timeout=1.0):
                     try:
-                        self.on_key(tuple(json.loads(note.payload)))
+                        self.on_key(ExecutionKey(*json.loads(note.payload)))
                     except (ValueError, TypeError):
                         log.warning("ignoring a malformed notification on %s: %r", CHANNEL, note.payload)
         finally:
