@@ -35,7 +35,7 @@ from flytelite.propeller.array.items import (
     item_template,
 )
 from flytelite.propeller.array.state import ARRAY_DONE, ArrayPhase, ArrayState
-from flytelite.propeller.nodes.handler import NodeExecutionContext, NodeHandler, PhaseInfo
+from flytelite.propeller.nodes.handler import NodeExecutionContext, NodeHandler, PhaseInfo, SubNodeExecutor
 from flytelite.propeller.offloading import LiteralTooLarge, offload_large_literal
 from flytelite.propeller.phases import NODE_DONE, NodePhase
 from flytelite.propeller.plugins.core import unique_key
@@ -194,7 +194,8 @@ class ArrayHandler(NodeHandler):
         if irnd.requeue_after is not None:
             rnd.requeue_in(irnd.requeue_after)
 
-    def _step(self, executor, irnd, view: ArrayView, state: ArrayState, index: int, st: NodeStatus) -> None:
+    def _step(self, executor: SubNodeExecutor, irnd, view: ArrayView, state: ArrayState, index: int,
+              st: NodeStatus) -> None:
         irnd.spec = item_spec(view.array.round.spec, index)
         irnd.events.at(index, st.attempts)
         executor.handle_subnode(self._item_context(irnd, view, index, st), self.items)

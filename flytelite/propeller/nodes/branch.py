@@ -47,7 +47,7 @@ class BranchHandler(NodeHandler):
         if scope is None:
             return PhaseInfo.failure("DownstreamNodeNotFound", f"branch node {nctx.node_id} has no arm named "
                                      f"{st.branch_taken}", kind=SYSTEM)
-        outcome = nctx.executor.walk_dag(nctx.round, scope)
+        outcome = nctx.nested.walk_dag(nctx.round, scope)
         if outcome.error is not None:
             return PhaseInfo(EPhase.FAILED, reason=outcome.error.message, error=outcome.error)
         if not outcome.complete:
@@ -62,7 +62,7 @@ class BranchHandler(NodeHandler):
     def abort(self, nctx: NodeExecutionContext, reason: str) -> None:
         scope = self.child_scope(nctx)
         if scope is not None:
-            nctx.executor.abort_dag(nctx.round, scope, reason)
+            nctx.nested.abort_dag(nctx.round, scope, reason)
 
     def child_scope(self, nctx: NodeExecutionContext) -> DagScope | None:
         taken = nctx.status.branch_taken

@@ -42,12 +42,12 @@ class SubworkflowHandler(NodeHandler):
                                      f"in the compiled workflow of node {nctx.node_id}", kind=SYSTEM)
         st = nctx.status
         if st.workflow_phase != FAILING:
-            outcome = nctx.executor.walk_dag(nctx.round, scope)
+            outcome = nctx.nested.walk_dag(nctx.round, scope)
             if outcome.error is None:
                 return copy_end_outputs(nctx, scope, "Subworkflow") if outcome.complete else PhaseInfo.running()
             # The subworkflow failed: stop what else it runs, once, and fail it as a workflow fails. As in
             # Flyte the node reports running meanwhile; its failure node starts in the next round, at once.
-            nctx.executor.abort_dag(nctx.round, scope, ABORT_REASON)
+            nctx.nested.abort_dag(nctx.round, scope, ABORT_REASON)
             st.workflow_phase, st.workflow_error = FAILING, outcome.error
             nctx.round.requeue_now = True
             return PhaseInfo.running()
@@ -60,7 +60,7 @@ class SubworkflowHandler(NodeHandler):
         failure = scope.dag.failure_node
         if failure is None:
             return PhaseInfo(EPhase.FAILED, reason=original.message, error=original)
-        done, error = run_failure_node(nctx.executor, nctx.round, scope, failure, original)
+        done, error = run_failure_node(nctx.nested, nctx.round, scope, failure, original)
         if not done:
             return PhaseInfo.running()
         if scope.status(failure.id).phase == NodePhase.FAILED:
@@ -74,9 +74,9 @@ class SubworkflowHandler(NodeHandler):
             return
         if nctx.status.workflow_phase == FAILING and scope.dag.failure_node is not None:
             # The subworkflow's own nodes were aborted when it failed; only its failure node may still run.
-            nctx.executor.abort_dag(nctx.round, scope, reason, [scope.dag.failure_node.id])
+            nctx.nested.abort_dag(nctx.round, scope, reason, [scope.dag.failure_node.id])
         else:
-            nctx.executor.abort_dag(nctx.round, scope, reason)
+            nctx.nested.abort_dag(nctx.round, scope, reason)
 
     def child_scope(self, nctx: NodeExecutionContext) -> DagScope | None:
         dag = nctx.scope.subworkflow(nctx.node.workflow_node.sub_workflow_ref)
