@@ -107,7 +107,7 @@ def not_found(session: Session, ident: idpb.Identifier) -> NotFound:
     return NotFound(f"{describe(ident)} does not exist; register it first")
 
 
-def typed_id(ident: idpb.Identifier, resource_type: int) -> idpb.Identifier:
+def typed_id(ident: idpb.Identifier, resource_type: idpb.ResourceType) -> idpb.Identifier:
     """A copy of the id with its resource type set (clients sometimes leave it unset)."""
     out = idpb.Identifier()
     out.CopyFrom(ident)

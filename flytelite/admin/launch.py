@@ -32,6 +32,7 @@ from flytelite.context import Context, ExecutionKey
 from flytelite.errors import AlreadyExists, InvalidArgument, NotFound
 from flytelite.idl import ids
 from flytelite.idl.enums import enum_name
+from flytelite.idl.phases import WorkflowPhase
 from flytelite.idl.times import to_timestamp
 from flytelite.notifications.email import execution_notifications
 from flytelite.store import entities
@@ -167,7 +168,7 @@ def _store(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier, spec: execut
     spec.metadata.principal = _principal(spec)
     spec.max_parallelism = spec.max_parallelism or lp.max_parallelism or ctx.config.engine.default_max_parallelism
     closure = execution_pb2.ExecutionClosure(
-        phase=0, created_at=to_timestamp(now), updated_at=to_timestamp(now), workflow_id=target.workflow_id,
+        phase=WorkflowPhase.UNDEFINED, created_at=to_timestamp(now), updated_at=to_timestamp(now), workflow_id=target.workflow_id,
         state_change_details=execution_pb2.ExecutionStateChangeDetails(
             state=execution_pb2.EXECUTION_ACTIVE, principal=spec.metadata.principal, occurred_at=to_timestamp(now)),
         notifications=execution_notifications(lp.entity_metadata.notifications, spec),

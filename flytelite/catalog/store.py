@@ -68,7 +68,7 @@ class Reservation:
     acquired: bool
 
     @property
-    def status(self) -> int:
+    def status(self) -> catalog_pb2.CatalogReservation.Status:
         """flyteidl CatalogReservation.Status: RESERVATION_ACQUIRED, or RESERVATION_EXISTS (someone else)."""
         return Reserved.RESERVATION_ACQUIRED if self.acquired else Reserved.RESERVATION_EXISTS
 

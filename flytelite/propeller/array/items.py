@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from flyteidl.core import catalog_pb2, execution_pb2, literals_pb2, tasks_pb2, workflow_pb2
 from flyteidl.event import event_pb2
 
+from flytelite.idl.enums import as_enum
 from flytelite.propeller.nodes.handler import NodeExecutionContext
 from flytelite.propeller.nodes.task import TaskHandler
 from flytelite.propeller.plugins.core import TaskExecutionContext
@@ -153,7 +154,7 @@ class ItemEvents:
         if info is None:
             info = self._resources[(index, attempt)] = event_pb2.ExternalResourceInfo(index=index,
                                                                                       retry_attempt=attempt)
-        info.phase = phase
+        info.phase = as_enum(execution_pb2.TaskExecution.Phase, phase)
         if external_id:
             info.external_id = external_id
         return info
@@ -164,7 +165,7 @@ class ItemEvents:
         for info in taken:
             status = self._cache_status.get(info.index)
             if status is not None:
-                info.cache_status = status
+                info.cache_status = as_enum(catalog_pb2.CatalogCacheStatus, status)
         self._resources.clear()
         self._cache_status.clear()
         return taken
