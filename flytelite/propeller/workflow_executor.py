@@ -30,6 +30,7 @@ from flytelite.propeller.status import ErrorInfo, WorkflowStatus, iso
 from flytelite.propeller.workflow import END_NODE, ExecutableWorkflow
 from flytelite.store.flyteworkflow import ExecutionSpec
 from flytelite.store.models import FlyteWorkflow
+from flytelite.store.statements import changed_rows
 
 log = logging.getLogger(__name__)
 WfPhase = execution_pb2.WorkflowExecution.Phase
@@ -135,7 +136,7 @@ class WorkflowExecutor:
     def _wake_parent(self, key: ExecutionKey, spec: ExecutionSpec) -> None:
         """A finished child execution wakes the parent whose launch-plan node waits for it."""
         if spec.parent_execution:
-            self.wake((key[0], key[1], spec.parent_execution), None)
+            self.wake(ExecutionKey(key[0], key[1], spec.parent_execution), None)
 
     # -- phases -----------------------------------------------------------------------------
     def _advance(self, rnd: ExecutionRound) -> None:
@@ -209,7 +210,7 @@ class WorkflowExecutor:
         if self.leases is not None:
             statement = self.leases.fence(statement)
         with self.ctx.db.session() as s:
-            written = s.execute(statement).rowcount
+            written = changed_rows(s, statement)
         if self.leases is not None and written == 0:
             self._workflows.pop(key, None)
             raise LeaseLost(f"execution {'/'.join(key)} is driven by another replica now; this round is dropped")
