@@ -54,6 +54,40 @@ class BatchEventSink(EventSink, Protocol):
         """Apply the events in order, all or none (raising a refusal when none were applied)."""
 
 
+class RoundEvents(Protocol):
+    """What a round's nodes report to: an EventRecorder, or the stand-in an array node hands its items."""
+
+    def flush(self) -> None: ...
+
+    def workflow(
+        self, exec_id: identifier_pb2.WorkflowExecutionIdentifier, phase: int, *,
+        output_uri: str = "", error: execution_pb2.ExecutionError | None = None,
+    ) -> None: ...
+
+    def node(
+        self, exec_id: identifier_pb2.WorkflowExecutionIdentifier, node_id: str, phase: int, *,
+        spec_node_id: str, node_name: str = "", input_uri: str = "", output_uri: str = "",
+        error: execution_pb2.ExecutionError | None = None,
+        target_entity: identifier_pb2.Identifier | None = None,
+        task_node_metadata: event_pb2.TaskNodeMetadata | None = None,
+        deck_uri: str = "", retry_group: str = "",
+        workflow_node_metadata: event_pb2.WorkflowNodeMetadata | None = None,
+        parent_node_id: str = "", is_parent: bool = False, is_dynamic: bool = False,
+        is_in_dynamic_chain: bool = False, is_array: bool = False,
+    ) -> None: ...
+
+    def task(
+        self, exec_id: identifier_pb2.WorkflowExecutionIdentifier, node_id: str,
+        task_id: identifier_pb2.Identifier, retry_attempt: int, phase: int, phase_version: int, *,
+        task_type: str = "", input_uri: str = "", output_uri: str = "",
+        error: execution_pb2.ExecutionError | None = None,
+        logs: list[execution_pb2.TaskLog] | None = None, reason: str = "",
+        generated_name: str = "", plugin_identifier: str = "",
+        external_resources: list[event_pb2.ExternalResourceInfo] | None = None,
+        custom_info: struct_pb2.Struct | None = None,
+    ) -> None: ...
+
+
 class EventRecorder:
     def __init__(self, sink: EventSink, clock: Clock):
         self.sink = sink

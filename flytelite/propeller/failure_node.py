@@ -51,7 +51,9 @@ def handle_failure_node(nodes: NodeExecutor, rnd: ExecutionRound) -> tuple[bool,
     """
     error = rnd.status.error or ErrorInfo("UnknownError", f"Unknown error, last seen message [{rnd.status.message}]",
                                           execution_pb2.ExecutionError.UNKNOWN)
-    return run_failure_node(nodes, rnd, nodes.top_scope(rnd), rnd.workflow.failure_node, error)
+    node = rnd.workflow.failure_node
+    assert node is not None, "only a workflow with a failure node handles one"
+    return run_failure_node(nodes, rnd, nodes.top_scope(rnd), node, error)
 
 
 def run_failure_node(nodes: SubNodeExecutor, rnd: ExecutionRound, scope: DagScope, node: workflow_pb2.Node,

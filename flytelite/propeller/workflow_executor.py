@@ -84,7 +84,7 @@ class WorkflowExecutor:
         events = self.events.buffered()
         for _ in range(MAX_STREAK):
             rnd = ExecutionRound(ctx=self.ctx, key=key, spec=spec, workflow=workflow, status=status,
-                                 events=events, wake=lambda delay, k=key: self.wake(k, delay),
+                                 events=events, wake=lambda delay, k=key: self.wake(k, delay),  # type: ignore[misc]  # mypy types no lambda with a default
                                  clients=self.clients)
             if row.abort_cause and status.phase not in WORKFLOW_DONE:
                 self._abort(rnd, row.abort_cause)
@@ -157,7 +157,7 @@ class WorkflowExecutor:
             self._to(rnd, WorkflowPhase.SUCCESS)
         elif phase == WorkflowPhase.FAILING:
             self.nodes.abort_all(rnd, "Some node execution failed, auto-abort.")
-            err = status.error or ErrorInfo("UnknownError", status.message or "unknown error")
+            err: ErrorInfo | None = status.error or ErrorInfo("UnknownError", status.message or "unknown error")
             if rnd.workflow.failure_node is not None:
                 self._to(rnd, WorkflowPhase.HANDLING_FAILURE_NODE, error=err)
             else:

@@ -102,8 +102,9 @@ class ItemTaskHandler(TaskHandler):
     kind = "array-item"
     counts_for_parallelism = False
 
-    def _task_context(self, nctx: NodeExecutionContext, tstatus: TaskStatus) -> TaskExecutionContext:
-        tctx = super()._task_context(nctx, tstatus)
+    def _task_context(self, nctx: NodeExecutionContext, tstatus: TaskStatus,
+                      task: tasks_pb2.TaskTemplate) -> TaskExecutionContext:
+        tctx = super()._task_context(nctx, tstatus, task)
         # TaskExecutionContext.inputs is a cached property: fill it with the item's values instead of the file's.
         tctx.__dict__["inputs"] = nctx.read_inputs()
         return tctx
@@ -128,6 +129,9 @@ class ItemEvents:
 
     def at(self, index: int, attempt: int) -> None:
         self.index, self.attempt = index, attempt
+
+    def flush(self) -> None:
+        """Nothing to send: the array node reports its items in its own events."""
 
     def workflow(self, *args, **kwargs) -> None:
         raise RuntimeError("an array item cannot report a workflow event")

@@ -236,6 +236,7 @@ class ArrayHandler(NodeHandler):
             uri = posixpath.join(view.item_data_dir(index), str(state.attempt(index)), "outputs.pb")
             return blobs.read_proto(uri, literals_pb2.LiteralMap)
 
+        assert view.task is not None, "_handle fails an array node whose task is missing"
         names = sorted(view.task.interface.outputs.variables)
         gathered = gather_outputs(names, state.size, state.item_phase, read)
         # FlytePropeller's array handler offloads each gathered list that is large enough.
@@ -282,6 +283,7 @@ class ArrayHandler(NodeHandler):
             resources = _with_every_item(resources, state)
         rnd = nctx.round
         state.reported_at = rnd.now.timestamp()
+        assert view.task is not None, "_handle fails an array node whose task is missing"
         rnd.events.task(
             rnd.exec_id, nctx.node_id, view.task.id, 0, phase, 0 if every_item else state.phase_version,
             task_type=TASK_TYPE, input_uri=nctx.input_uri if phase == TaskPhase.QUEUED else "",

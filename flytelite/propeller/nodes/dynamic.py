@@ -101,4 +101,4 @@ class DynamicNodeHandler(NodeHandler):
         dag = load_dynamic_workflow(nctx.blobs, posixpath.join(nctx.output_dir, COMPILED_NAME))
         if dag is None:
             return None
-        return nctx.scope.child(dag, nctx.status, nctx.node.id, dynamic=True)
+        return nctx.dag_scope.child(dag, nctx.status, nctx.node.id, dynamic=True)

@@ -113,6 +113,13 @@ class NodeExecutionContext:
         return self.executor
 
     @property
+    def dag_scope(self) -> DagScope:
+        """The scope, for handlers of nested kinds: their children's scope nests in it."""
+        if self.scope is None:
+            raise RuntimeError(f"node {self.node_id} was handed no scope to nest its children's in")
+        return self.scope
+
+    @property
     def attempt(self) -> int:
         return self.status.attempts
 

@@ -57,11 +57,12 @@ class SubworkflowHandler(NodeHandler):
         """Run the subworkflow's own failure node, if it has one; then the node fails
         (FlytePropeller's HandleFailingSubWorkflow and HandleFailureNodeOfSubWorkflow)."""
         original = nctx.status.workflow_error
+        assert original is not None, "a failing subworkflow keeps the error it failed with"
         failure = scope.dag.failure_node
         if failure is None:
             return PhaseInfo(EPhase.FAILED, reason=original.message, error=original)
         done, error = run_failure_node(nctx.nested, nctx.round, scope, failure, original)
-        if not done:
+        if not done or error is None:  # done comes with the error to fail with
             return PhaseInfo.running()
         if scope.status(failure.id).phase == NodePhase.FAILED:
             # The failure node's error masks the subworkflow's. (A timed-out one does not, as in Flyte.)
@@ -79,10 +80,10 @@ class SubworkflowHandler(NodeHandler):
             nctx.nested.abort_dag(nctx.round, scope, reason)
 
     def child_scope(self, nctx: NodeExecutionContext) -> DagScope | None:
-        dag = nctx.scope.subworkflow(nctx.node.workflow_node.sub_workflow_ref)
+        dag = nctx.dag_scope.subworkflow(nctx.node.workflow_node.sub_workflow_ref)
         if dag is None:
             return None
-        return nctx.scope.child(dag, nctx.status, nctx.node.id, inputs_uri=nctx.input_uri)
+        return nctx.dag_scope.child(dag, nctx.status, nctx.node.id, inputs_uri=nctx.input_uri)
 
 
 def copy_end_outputs(nctx: NodeExecutionContext, scope: DagScope, what: str) -> PhaseInfo:
