@@ -65,6 +65,7 @@ def claim_due(ctx: Context, owner: str, now: datetime) -> list[PendingMail]:
                                .execution_options(synchronize_session=False)) == 1
             if won:
                 r = s.get(row, mail_id)
+                assert r is not None, "the row this replica just claimed"
                 claimed.append(PendingMail(r.id, f"{r.project}/{r.domain}/{r.execution_name}",
                                            notification_pb2.EmailMessage.FromString(r.message_pb), r.attempts,
                                            as_utc(r.created_at)))

@@ -141,7 +141,10 @@ def leader_of(ctx: Context, name: str, now: datetime) -> LeaderState | None:
                                             Leader.expires_at >= now))
     if row is None:
         return None
-    return LeaderState(row.name, row.owner, _utc(row.acquired_at, now), _utc(row.expires_at, now))
+    owner, acquired_at, expires_at = row.owner, row.acquired_at, row.expires_at
+    # The query leaves no NULL owner or expiry, and a claim sets all three together.
+    assert owner is not None and acquired_at is not None and expires_at is not None
+    return LeaderState(row.name, owner, _utc(acquired_at, now), _utc(expires_at, now))
 
 
 def _utc(at: datetime, like: datetime) -> datetime:
