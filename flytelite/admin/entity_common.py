@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from typing import Any
 
 from flyteidl.admin import common_pb2
 from flyteidl.core import identifier_pb2 as idpb
@@ -141,7 +142,7 @@ def _check_same(existing, ident: idpb.Identifier, new_digest: str,
 
 
 def insert_once(ctx: Context, model: EntityModel, ident: idpb.Identifier, new_digest: str,
-                build_row: Callable[[], object], redigest: Callable[[object], str] | None = None) -> bool:
+                build_row: Callable[[], object], redigest: Callable[[Any], str] | None = None) -> bool:
     """Insert a new entity version, or accept an identical one; True when a row was written.
 
     ``redigest`` computes the digest of an existing row from its stored spec, for rows written while

@@ -12,7 +12,7 @@ TASK = idpb.TASK
 WORKFLOW = idpb.WORKFLOW
 LAUNCH_PLAN = idpb.LAUNCH_PLAN
 
-RESOURCE_NAMES = {TASK: "task", WORKFLOW: "workflow", LAUNCH_PLAN: "launch plan"}
+RESOURCE_NAMES: dict[int, str] = {TASK: "task", WORKFLOW: "workflow", LAUNCH_PLAN: "launch plan"}
 
 
 def entity_key(ident: idpb.Identifier) -> tuple[str, str, str, str]:

@@ -8,10 +8,13 @@ plan's state (ACTIVE/INACTIVE), which lives in its own column as in FlyteAdmin.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from flyteidl.admin import common_pb2, launch_plan_pb2, project_pb2, task_pb2, workflow_pb2
 from flyteidl.core import identifier_pb2 as idpb
+from google.protobuf.message import Message
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -95,7 +98,7 @@ def launch_plan_to_proto(row: LaunchPlan) -> launch_plan_pb2.LaunchPlan:
     return lp
 
 
-TO_PROTO = {Task: task_to_proto, Workflow: workflow_to_proto, LaunchPlan: launch_plan_to_proto}
+TO_PROTO: dict[type, Callable[[Any], Message]] = {Task: task_to_proto, Workflow: workflow_to_proto, LaunchPlan: launch_plan_to_proto}
 
 
 def get_task(session: Session, ident: idpb.Identifier) -> task_pb2.Task | None:
@@ -168,7 +171,7 @@ def set_named_entity_metadata(session: Session, resource_type: int, project: str
     return row
 
 
-def named_entity_to_proto(resource_type: int, project: str, domain: str, name: str,
+def named_entity_to_proto(resource_type: idpb.ResourceType, project: str, domain: str, name: str,
                           meta: NamedEntity | None) -> common_pb2.NamedEntity:
     entity = common_pb2.NamedEntity(
         resource_type=resource_type,
