@@ -64,7 +64,8 @@ class AdminLaunchPlanExecutor:
             if row is None:
                 return None
             closure = execution_pb2.ExecutionClosure.FromString(row.closure_pb)
-            closure.phase = as_enum(WorkflowPhase, row.phase)  # the row's phase is the one admin filters and answers by
+            # The row's phase is the one admin filters and answers by.
+            closure.phase = as_enum(WorkflowPhase, row.phase)
         return closure
 
     def kill(self, execution_id: identifier_pb2.WorkflowExecutionIdentifier, reason: str) -> None:

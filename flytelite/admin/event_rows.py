@@ -66,8 +66,9 @@ class EventRows:
                     TaskExecution.project == project, TaskExecution.domain == domain,
                     TaskExecution.execution_name == name, TaskExecution.node_id.in_(chunk))
                 for task_row in self.session.scalars(tasks):
-                    self._tasks[(project, domain, name, task_row.node_id, task_row.task_project, task_row.task_domain,
-                                 task_row.task_name, task_row.task_version, task_row.retry_attempt)] = task_row
+                    self._tasks[(project, domain, name, task_row.node_id, task_row.task_project,
+                                 task_row.task_domain, task_row.task_name, task_row.task_version,
+                                 task_row.retry_attempt)] = task_row
                 self._nodes_with_tasks.update((project, domain, name, n) for n in chunk)
 
     def execution(self, ident: idpb.WorkflowExecutionIdentifier) -> Execution:

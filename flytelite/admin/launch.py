@@ -168,7 +168,8 @@ def _store(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier, spec: execut
     spec.metadata.principal = _principal(spec)
     spec.max_parallelism = spec.max_parallelism or lp.max_parallelism or ctx.config.engine.default_max_parallelism
     closure = execution_pb2.ExecutionClosure(
-        phase=WorkflowPhase.UNDEFINED, created_at=to_timestamp(now), updated_at=to_timestamp(now), workflow_id=target.workflow_id,
+        phase=WorkflowPhase.UNDEFINED, created_at=to_timestamp(now), updated_at=to_timestamp(now),
+        workflow_id=target.workflow_id,
         state_change_details=execution_pb2.ExecutionStateChangeDetails(
             state=execution_pb2.EXECUTION_ACTIVE, principal=spec.metadata.principal, occurred_at=to_timestamp(now)),
         notifications=execution_notifications(lp.entity_metadata.notifications, spec),

@@ -28,7 +28,8 @@ def describe_execution(ident: idpb.WorkflowExecutionIdentifier) -> str:
     return f"execution {ident.project}/{ident.domain}/{ident.name}"
 
 
-def identifier(resource_type: idpb.ResourceType, project: str, domain: str, name: str, version: str) -> idpb.Identifier:
+def identifier(resource_type: idpb.ResourceType, project: str, domain: str, name: str,
+               version: str) -> idpb.Identifier:
     return idpb.Identifier(resource_type=resource_type, project=project, domain=domain, name=name, version=version)
 
 

@@ -113,8 +113,8 @@ class EventRecorder:
         output_uri: str = "", error: execution_pb2.ExecutionError | None = None,
     ) -> None:
         ev = event_pb2.WorkflowExecutionEvent(
-            execution_id=exec_id, producer_id=PRODUCER_ID, phase=as_enum(execution_pb2.WorkflowExecution.Phase, phase),
-            occurred_at=to_timestamp(self.clock.now()),
+            execution_id=exec_id, producer_id=PRODUCER_ID,
+            phase=as_enum(execution_pb2.WorkflowExecution.Phase, phase), occurred_at=to_timestamp(self.clock.now()),
         )
         if output_uri:
             ev.output_uri = output_uri
@@ -136,7 +136,8 @@ class EventRecorder:
         now = to_timestamp(self.clock.now())
         ev = event_pb2.NodeExecutionEvent(
             id=identifier_pb2.NodeExecutionIdentifier(node_id=node_id, execution_id=exec_id),
-            producer_id=PRODUCER_ID, phase=as_enum(execution_pb2.NodeExecution.Phase, phase), occurred_at=now, reported_at=now,
+            producer_id=PRODUCER_ID, phase=as_enum(execution_pb2.NodeExecution.Phase, phase),
+            occurred_at=now, reported_at=now,
             spec_node_id=spec_node_id, node_name=node_name, retry_group=retry_group,
             event_version=NODE_EVENT_VERSION, deck_uri=deck_uri,
             is_parent=is_parent, is_dynamic=is_dynamic, is_in_dynamic_chain=is_in_dynamic_chain,
@@ -173,7 +174,8 @@ class EventRecorder:
         ev = event_pb2.TaskExecutionEvent(
             task_id=task_id,
             parent_node_execution_id=identifier_pb2.NodeExecutionIdentifier(node_id=node_id, execution_id=exec_id),
-            retry_attempt=retry_attempt, phase=as_enum(execution_pb2.TaskExecution.Phase, phase), phase_version=phase_version,
+            retry_attempt=retry_attempt, phase=as_enum(execution_pb2.TaskExecution.Phase, phase),
+            phase_version=phase_version,
             producer_id=PRODUCER_ID, occurred_at=now, reported_at=now, task_type=task_type,
             reason=reason, event_version=TASK_EVENT_VERSION, logs=logs or [],
         )

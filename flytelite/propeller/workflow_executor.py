@@ -84,7 +84,7 @@ class WorkflowExecutor:
         events = self.events.buffered()
         for _ in range(MAX_STREAK):
             rnd = ExecutionRound(ctx=self.ctx, key=key, spec=spec, workflow=workflow, status=status,
-                                 events=events, wake=lambda delay, k=key: self.wake(k, delay),  # type: ignore[misc]  # mypy types no lambda with a default
+                                 events=events, wake=lambda delay, k=key: self.wake(k, delay),  # type: ignore[misc]  # a lambda with a default
                                  clients=self.clients)
             if row.abort_cause and status.phase not in WORKFLOW_DONE:
                 self._abort(rnd, row.abort_cause)

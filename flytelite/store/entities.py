@@ -98,7 +98,9 @@ def launch_plan_to_proto(row: LaunchPlan) -> launch_plan_pb2.LaunchPlan:
     return lp
 
 
-TO_PROTO: dict[type, Callable[[Any], Message]] = {Task: task_to_proto, Workflow: workflow_to_proto, LaunchPlan: launch_plan_to_proto}
+TO_PROTO: dict[type, Callable[[Any], Message]] = {
+    Task: task_to_proto, Workflow: workflow_to_proto, LaunchPlan: launch_plan_to_proto,
+}
 
 
 def get_task(session: Session, ident: idpb.Identifier) -> task_pb2.Task | None:
