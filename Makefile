@@ -47,8 +47,10 @@ $(OLDEST_VENV)/.installed: pyproject.toml
 test-oldest: $(VENV)/.dev-installed $(OLDEST_VENV)/.installed
 	FLYTELITE_OLDEST_PYTHON=$(abspath $(OLDEST_VENV))/bin/python $(PY) -m pytest -q -p no:cacheprovider tests/oldest $(PYTEST_ARGS)
 
+# ruff, then mypy over flytelite/ (its settings and per-module exceptions: pyproject.toml [tool.mypy]).
 lint: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check benchmarks flytelite tests
+	$(VENV)/bin/mypy flytelite
 
 bench: $(VENV)/.dev-installed
 	$(PY) -m benchmarks.run $(BENCH_ARGS)
@@ -59,4 +61,4 @@ k8s-build:
 	scripts/k8s/build.sh
 
 clean:
-	rm -rf $(VENV) $(OLDEST_VENV) build *.egg-info
+	rm -rf $(VENV) $(OLDEST_VENV) build *.egg-info .mypy_cache

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from flytelite.config import Config
 from flytelite.idl.times import Clock
@@ -15,8 +15,14 @@ from flytelite.store.versions import VersionCache
 if TYPE_CHECKING:
     from flytelite.auth.setup import Auth
 
-# (project, domain, name) of a workflow execution.
-ExecutionKey = tuple[str, str, str]
+
+class ExecutionKey(NamedTuple):
+    """A workflow execution: the engine's queue key and the primary key of its FlyteWorkflow row. A tuple,
+    so rows and plain (project, domain, name) tuples compare and hash equal to it."""
+
+    project: str
+    domain: str
+    name: str
 
 
 def _no_engine(_key: ExecutionKey) -> None:

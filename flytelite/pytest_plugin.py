@@ -20,6 +20,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -127,7 +128,7 @@ def flytelite_config() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def flytelite_server(request: pytest.FixtureRequest, _flytelite_pool: ServerPool,
-                     flytelite_config: dict[str, Any]) -> RunningServer:
+                     flytelite_config: dict[str, Any]) -> Iterator[RunningServer]:
     """A running flytelite server: the process-wide one, or the module's own when it sets a configuration."""
     overrides = dict(flytelite_config)
     marker = request.node.get_closest_marker(MARKER)

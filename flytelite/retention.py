@@ -26,7 +26,7 @@ from flyteidl.admin import execution_pb2, node_execution_pb2, task_execution_pb2
 from flyteidl.core import catalog_pb2, identifier_pb2
 from sqlalchemy import delete, or_, select
 
-from flytelite.context import Context
+from flytelite.context import Context, ExecutionKey
 from flytelite.idl.phases import WORKFLOW_TERMINAL
 from flytelite.propeller.plugins.core import attempt_raw_prefix
 from flytelite.store.executions import as_utc
@@ -59,9 +59,6 @@ class GcReport:
         return f"removed {len(self.executions)} execution(s) and {self.cache_entries} cache entr(y/ies){kept}"
 
 
-Key = tuple[str, str, str]
-
-
 def collect(ctx: Context, older_than: timedelta, now: datetime | None = None) -> GcReport:
     """Remove what ended before `now - older_than` (see the module docstring)."""
     now = now or ctx.clock.now()
@@ -72,7 +69,7 @@ def collect(ctx: Context, older_than: timedelta, now: datetime | None = None) ->
         hit = _artifacts_hit_by_kept(s, candidates)
         entries = s.scalars(select(CatalogArtifact)).all()
     kept_entries = [e for e in entries if as_utc(e.created_at) >= cutoff or e.artifact_id in hit]
-    protected = {_source_key(e) for e in kept_entries} - {None}
+    protected = {k for k in map(_source_key, kept_entries) if k is not None}
     for key in sorted(protected & set(candidates)):
         report.kept_for_cache.append("/".join(key))
         del candidates[key]
@@ -91,10 +88,10 @@ def collect(ctx: Context, older_than: timedelta, now: datetime | None = None) ->
 @dataclass
 class _Candidate:
     raw_prefix: str
-    parent: Key | None
+    parent: ExecutionKey | None
 
 
-def _finished_before(s, cutoff: datetime) -> dict[Key, _Candidate]:
+def _finished_before(s, cutoff: datetime) -> dict[ExecutionKey, _Candidate]:
     """Executions in a terminal phase, last changed before the cutoff, that the engine has finished too."""
     rows = s.execute(
         select(Execution, FlyteWorkflow.done)
@@ -104,25 +101,25 @@ def _finished_before(s, cutoff: datetime) -> dict[Key, _Candidate]:
                or_(FlyteWorkflow.done.is_(True), FlyteWorkflow.name.is_(None)))
     ).all()
     parents = _parent_keys(s, [r.Execution.parent_node_execution_id for r in rows])
-    out: dict[Key, _Candidate] = {}
+    out: dict[ExecutionKey, _Candidate] = {}
     for row, _done in rows:
         spec = execution_pb2.ExecutionSpec.FromString(row.spec_pb)
-        out[(row.project, row.domain, row.name)] = _Candidate(
+        out[ExecutionKey(row.project, row.domain, row.name)] = _Candidate(
             raw_prefix=spec.raw_output_data_config.output_location_prefix,
             parent=parents.get(row.parent_node_execution_id))
     return out
 
 
-def _parent_keys(s, node_row_ids: list[int | None]) -> dict[int, Key]:
+def _parent_keys(s, node_row_ids: list[int | None]) -> dict[int, ExecutionKey]:
     ids = [i for i in node_row_ids if i is not None]
     if not ids:
         return {}
     rows = s.execute(select(NodeExecution.id, NodeExecution.project, NodeExecution.domain,
                             NodeExecution.execution_name).where(NodeExecution.id.in_(ids))).all()
-    return {r.id: (r.project, r.domain, r.execution_name) for r in rows}
+    return {r.id: ExecutionKey(r.project, r.domain, r.execution_name) for r in rows}
 
 
-def _drop_orphaned_children(candidates: dict[Key, _Candidate]) -> None:
+def _drop_orphaned_children(candidates: dict[ExecutionKey, _Candidate]) -> None:
     """A child execution goes only with its parent (a kept parent still shows and may read it)."""
     changed = True
     while changed:
@@ -132,7 +129,7 @@ def _drop_orphaned_children(candidates: dict[Key, _Candidate]) -> None:
         changed = bool(stay)
 
 
-def _artifacts_hit_by_kept(s, candidates: dict[Key, _Candidate]) -> set[str]:
+def _artifacts_hit_by_kept(s, candidates: dict[ExecutionKey, _Candidate]) -> set[str]:
     """Artifact ids of cache entries that node executions of kept executions hit."""
     hit: set[str] = set()
     query = select(NodeExecution.project, NodeExecution.domain, NodeExecution.execution_name,
@@ -146,11 +143,11 @@ def _artifacts_hit_by_kept(s, candidates: dict[Key, _Candidate]) -> set[str]:
     return hit
 
 
-def _source_key(entry: CatalogArtifact) -> Key | None:
+def _source_key(entry: CatalogArtifact) -> ExecutionKey | None:
     if not entry.source_pb:
         return None
     ex = identifier_pb2.TaskExecutionIdentifier.FromString(entry.source_pb).node_execution_id.execution_id
-    return ex.project, ex.domain, ex.name
+    return ExecutionKey(ex.project, ex.domain, ex.name)
 
 
 def _remove_cache_entries(ctx: Context, entries: list[CatalogArtifact]) -> int:
@@ -165,7 +162,7 @@ def _remove_cache_entries(ctx: Context, entries: list[CatalogArtifact]) -> int:
     return len(entries)
 
 
-def _remove_executions(ctx: Context, chunk: dict[Key, _Candidate]) -> None:
+def _remove_executions(ctx: Context, chunk: dict[ExecutionKey, _Candidate]) -> None:
     """Blobs and files first, rows last: a failure halfway leaves rows that the next run finds again."""
     attempts = _task_attempts(ctx, list(chunk))
     for key, cand in chunk.items():
@@ -187,10 +184,10 @@ def _remove_executions(ctx: Context, chunk: dict[Key, _Candidate]) -> None:
                           .execution_options(synchronize_session=False))
 
 
-def _task_attempts(ctx: Context, keys: list[Key]) -> dict[Key, set[tuple[str, int]]]:
+def _task_attempts(ctx: Context, keys: list[ExecutionKey]) -> dict[ExecutionKey, set[tuple[str, int]]]:
     """(node id, attempt) of every task attempt of these executions, array items included (their ids are
     `<array node>-n<index>`, recorded on the array node's task executions as external resources)."""
-    out: dict[Key, set[tuple[str, int]]] = {}
+    out: dict[ExecutionKey, set[tuple[str, int]]] = {}
     with ctx.db.session() as s:
         for key in keys:
             rows = s.execute(select(TaskExecution.node_id, TaskExecution.retry_attempt, TaskExecution.closure_pb)

@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import cast
 
 # The environment variable that tells test helpers (in this process and in the ones it starts) where
 # the cluster is: an SQLAlchemy URL of its maintenance database `postgres`.
@@ -100,8 +101,9 @@ def create_database(server_url: str, name: str) -> str:
         from psycopg import errors
 
         deadline = time.monotonic() + 30
-        with psycopg.connect(dbname=url.database, user=url.username, host=url.query["host"],
-                             port=url.query["port"], autocommit=True) as conn:
+        # The URL names one host and port (a query value may be a tuple when repeated).
+        with psycopg.connect(dbname=url.database, user=url.username, host=cast(str, url.query["host"]),
+                             port=cast(str, url.query["port"]), autocommit=True) as conn:
             while True:
                 try:
                     conn.execute(f'CREATE DATABASE "{name}"')

@@ -28,6 +28,8 @@ from flytelite.admin.executions import recover_execution, terminate_execution
 from flytelite.admin.launch import launch_execution
 from flytelite.admin.signals import get_or_create_signal
 from flytelite.context import Context
+from flytelite.idl.enums import as_enum
+from flytelite.idl.phases import WorkflowPhase
 from flytelite.store import entities
 from flytelite.store import executions as repo
 
@@ -62,7 +64,8 @@ class AdminLaunchPlanExecutor:
             if row is None:
                 return None
             closure = execution_pb2.ExecutionClosure.FromString(row.closure_pb)
-            closure.phase = row.phase  # the row's phase is the one admin filters and answers by
+            # The row's phase is the one admin filters and answers by.
+            closure.phase = as_enum(WorkflowPhase, row.phase)
         return closure
 
     def kill(self, execution_id: identifier_pb2.WorkflowExecutionIdentifier, reason: str) -> None:

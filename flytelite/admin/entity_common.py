@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from typing import Any
 
 from flyteidl.admin import common_pb2
 from flyteidl.core import identifier_pb2 as idpb
@@ -107,7 +108,7 @@ def not_found(session: Session, ident: idpb.Identifier) -> NotFound:
     return NotFound(f"{describe(ident)} does not exist; register it first")
 
 
-def typed_id(ident: idpb.Identifier, resource_type: int) -> idpb.Identifier:
+def typed_id(ident: idpb.Identifier, resource_type: idpb.ResourceType) -> idpb.Identifier:
     """A copy of the id with its resource type set (clients sometimes leave it unset)."""
     out = idpb.Identifier()
     out.CopyFrom(ident)
@@ -141,7 +142,7 @@ def _check_same(existing, ident: idpb.Identifier, new_digest: str,
 
 
 def insert_once(ctx: Context, model: EntityModel, ident: idpb.Identifier, new_digest: str,
-                build_row: Callable[[], object], redigest: Callable[[object], str] | None = None) -> bool:
+                build_row: Callable[[], object], redigest: Callable[[Any], str] | None = None) -> bool:
     """Insert a new entity version, or accept an identical one; True when a row was written.
 
     ``redigest`` computes the digest of an existing row from its stored spec, for rows written while

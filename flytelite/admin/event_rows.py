@@ -65,9 +65,10 @@ class EventRows:
                 tasks = select(TaskExecution).where(
                     TaskExecution.project == project, TaskExecution.domain == domain,
                     TaskExecution.execution_name == name, TaskExecution.node_id.in_(chunk))
-                for row in self.session.scalars(tasks):
-                    self._tasks[(project, domain, name, row.node_id, row.task_project, row.task_domain,
-                                 row.task_name, row.task_version, row.retry_attempt)] = row
+                for task_row in self.session.scalars(tasks):
+                    self._tasks[(project, domain, name, task_row.node_id, task_row.task_project,
+                                 task_row.task_domain, task_row.task_name, task_row.task_version,
+                                 task_row.retry_attempt)] = task_row
                 self._nodes_with_tasks.update((project, domain, name, n) for n in chunk)
 
     def execution(self, ident: idpb.WorkflowExecutionIdentifier) -> Execution:
@@ -94,6 +95,7 @@ class EventRows:
         row = self.node(ident.execution_id, ident.node_id)
         if row is None:
             repo.get_node_execution(self.session, ident)  # raises NotFound with the message users see
+        assert row is not None, "node() finds every row get_node_execution does"
         if row.id is None:
             self.session.flush()
         return row.id

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from flyteidl.admin import execution_pb2, node_execution_pb2
 from flyteidl.core import execution_pb2 as core_execution_pb2
@@ -71,8 +72,8 @@ class EventSink:
                     self._node_event(rows, event)
                 elif isinstance(event, event_pb2.TaskExecutionEvent):
                     apply_task_event(self.ctx, session, event, rows)
-                else:
-                    self._workflow_event(rows, event)
+                else:  # the third kind a sink is sent
+                    self._workflow_event(rows, cast(event_pb2.WorkflowExecutionEvent, event))
             if then is not None:
                 then(session)
 

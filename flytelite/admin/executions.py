@@ -18,7 +18,7 @@ from sqlalchemy import select
 from flytelite.admin.exec_data import ExecutionData
 from flytelite.admin.filters import Field, apply_filters, apply_sort, enum_value, number, page, parse_time
 from flytelite.admin.launch import launch_execution, relaunch_request
-from flytelite.context import Context
+from flytelite.context import Context, ExecutionKey
 from flytelite.errors import FailedPrecondition, InvalidArgument
 from flytelite.idl import ids
 from flytelite.idl.phases import WORKFLOW_TERMINAL, WorkflowPhase, workflow_phase_name
@@ -149,7 +149,7 @@ class ExecutionsApi:
 
 def terminate_execution(ctx: Context, exec_id: identifier_pb2.WorkflowExecutionIdentifier, cause: str) -> None:
     """Record the request to abort and wake the engine (TerminateExecution; also a parent's cascading abort)."""
-    key = (exec_id.project, exec_id.domain, exec_id.name)
+    key = ExecutionKey(exec_id.project, exec_id.domain, exec_id.name)
     with ctx.db.session() as session:
         row = repo.get_execution(session, exec_id, for_update=True)
         if row.phase in WORKFLOW_TERMINAL:

@@ -162,4 +162,4 @@ def page(session: Session, query: Select, limit: int, token: str) -> tuple[list,
 
 
 def count(session: Session, query: Select) -> int:
-    return session.scalar(query.with_only_columns(func.count()).order_by(None))
+    return session.scalar(query.with_only_columns(func.count()).order_by(None)) or 0

@@ -46,7 +46,7 @@ def _wrap(behavior, method: str, deserialize):
             context.abort(grpc.StatusCode.UNIMPLEMENTED,
                           client_message(f"{method} is not implemented by flytelite yet. {exc}"))
         except Exception as exc:  # noqa: BLE001 - the boundary: report, never crash, never UNKNOWN
-            if context.code() not in (None, grpc.StatusCode.OK):
+            if context.code() not in (None, grpc.StatusCode.OK):  # type: ignore[attr-defined]  # code() (grpc 1.38+) is not in types-grpcio
                 raise  # the handler called context.abort itself; its status stands
             log.exception("%s failed", method)
             context.abort(grpc.StatusCode.INTERNAL,

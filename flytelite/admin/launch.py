@@ -13,10 +13,12 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass
+from typing import Any, cast
 
 from flyteidl.admin import execution_pb2, launch_plan_pb2
 from flyteidl.core import identifier_pb2 as idpb
 from flyteidl.core import interface_pb2, literals_pb2
+from sqlalchemy import Table
 from sqlalchemy.exc import IntegrityError
 
 from flytelite.admin.entity_common import (
@@ -28,10 +30,11 @@ from flytelite.admin.entity_common import (
 )
 from flytelite.admin.inputs import resolve_inputs
 from flytelite.admin.single_task import ensure_single_task_launch_plan
-from flytelite.context import Context
+from flytelite.context import Context, ExecutionKey
 from flytelite.errors import AlreadyExists, InvalidArgument, NotFound
 from flytelite.idl import ids
 from flytelite.idl.enums import enum_name
+from flytelite.idl.phases import WorkflowPhase
 from flytelite.idl.times import to_timestamp
 from flytelite.notifications.email import execution_notifications
 from flytelite.store import entities
@@ -95,7 +98,7 @@ def launch_execution(ctx: Context, request: execution_pb2.ExecutionCreateRequest
                             ids.describe(target.launch_plan_id))
 
     name = request.name or ids.new_execution_name()
-    key = (request.project, request.domain, name)
+    key = ExecutionKey(request.project, request.domain, name)
     _reservations.reserve(key)
     try:
         exec_id = ids.execution_id(*key)
@@ -183,7 +186,8 @@ def _store(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier, spec: execut
     spec.metadata.principal = _principal(spec)
     spec.max_parallelism = spec.max_parallelism or lp.max_parallelism or ctx.config.engine.default_max_parallelism
     closure = execution_pb2.ExecutionClosure(
-        phase=0, created_at=to_timestamp(now), updated_at=to_timestamp(now), workflow_id=target.workflow_id,
+        phase=WorkflowPhase.UNDEFINED, created_at=to_timestamp(now), updated_at=to_timestamp(now),
+        workflow_id=target.workflow_id,
         state_change_details=execution_pb2.ExecutionStateChangeDetails(
             state=execution_pb2.EXECUTION_ACTIVE, principal=spec.metadata.principal, occurred_at=to_timestamp(now)),
         notifications=execution_notifications(lp.entity_metadata.notifications, spec),
@@ -225,8 +229,8 @@ def _store(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier, spec: execut
         spec_json=engine_spec.to_json(), status_json="{}", abort_cause=None, done=False, created_at=now,
         updated_at=now, lease_owner=None, lease_expires_at=None,
     )
-    rows = [(Execution.__table__, columns), (FlyteWorkflow.__table__, flyte_workflow)]
-    rows += [(ExecutionTag.__table__, tag) for tag in _tags(exec_id, engine_spec.labels, spec.tags)]
+    rows: list[tuple[Table, dict[str, Any]]] = [(_table(Execution), columns), (_table(FlyteWorkflow), flyte_workflow)]
+    rows += [(_table(ExecutionTag), tag) for tag in _tags(exec_id, engine_spec.labels, spec.tags)]
     try:
         ctx.db.group_commit.insert(rows)
     except IntegrityError:
@@ -265,3 +269,8 @@ def relaunch_request(original: Execution, user_inputs: literals_pb2.LiteralMap, 
     spec.overwrite_cache = overwrite_cache
     return execution_pb2.ExecutionCreateRequest(project=original.project, domain=original.domain, name=name,
                                                 spec=spec, inputs=user_inputs)
+
+
+def _table(model: type) -> Table:
+    """A mapped class's table (typed by SQLAlchemy as any FROM clause; these are declared tables)."""
+    return cast(Table, model.__table__)  # type: ignore[attr-defined]

@@ -157,13 +157,13 @@ def _validate_schedule(ident: idpb.Identifier, spec: launch_plan_pb2.LaunchPlanS
             raise InvalidArgument(f"{describe(ident)} has a schedule but its input {name!r} is required and "
                                   f"has no value; give it a default or a fixed value")
     if kickoff:
-        param = expected.parameters.get(kickoff)
-        if param is None:
+        kickoff_param = expected.parameters.get(kickoff)
+        if kickoff_param is None:
             raise InvalidArgument(f"{describe(ident)}: kickoff_time_input_arg {kickoff!r} is not a free input "
                                   f"of the launch plan")
-        if param.var.type.simple != types_pb2.DATETIME:
+        if kickoff_param.var.type.simple != types_pb2.DATETIME:
             raise InvalidArgument(f"{describe(ident)}: kickoff_time_input_arg {kickoff!r} must be a datetime "
-                                  f"input, not {type_to_str(param.var.type)}")
+                                  f"input, not {type_to_str(kickoff_param.var.type)}")
 
 
 # -- reads and state ------------------------------------------------------------------------------------

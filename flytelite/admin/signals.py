@@ -20,7 +20,7 @@ from flytelite.admin.entity_common import validate_length
 from flytelite.admin.executions import utc_time
 from flytelite.admin.filters import Field, apply_filters, apply_sort, page
 from flytelite.compiler import literal_matches_type, literal_type_for_literal, type_to_str
-from flytelite.context import Context
+from flytelite.context import Context, ExecutionKey
 from flytelite.errors import InvalidArgument, NotFound
 from flytelite.store.models import Signal
 
@@ -85,7 +85,7 @@ def set_signal(ctx: Context, request: signal_pb2.SignalSetRequest) -> None:
                                   f"got {got}")
         row.value_pb = request.value.SerializeToString()
         row.updated_at = ctx.clock.now()
-    ctx.notify_engine(key[:3])
+    ctx.notify_engine(ExecutionKey(*key[:3]))
 
 
 class SignalService(signal_pb2_grpc.SignalServiceServicer):

@@ -44,7 +44,7 @@ def apply_task_event(ctx: Context, session: Session, event: event_pb2.TaskExecut
     is_new = row is None
     occurred = event_time(event.occurred_at, ctx)
     reported = event_time(event.reported_at, ctx) if event.HasField("reported_at") else occurred
-    if is_new:
+    if row is None:
         # A task attempt belongs to a node execution the engine reported first.
         rows.require_node(event.parent_node_execution_id)
         row = _new_row(event, occurred)

@@ -24,8 +24,9 @@ def catalog_metadata(key: CatalogKey, artifact_id: str = "",
     return md
 
 
-def task_node_metadata(cache_status: int, catalog_key: catalog_pb2.CatalogMetadata | None = None,
-                       reservation_status: int = ReservationStatus.RESERVATION_DISABLED,
+def task_node_metadata(cache_status: catalog_pb2.CatalogCacheStatus,
+                       catalog_key: catalog_pb2.CatalogMetadata | None = None,
+                       reservation_status: ReservationStatus = ReservationStatus.RESERVATION_DISABLED,
                        ) -> event_pb2.TaskNodeMetadata:
     """The TaskNodeMetadata of a node event: cache status (CACHE_HIT, CACHE_POPULATED, ...), the
     catalog key it refers to, and the reservation status of a cache-serialized task."""

@@ -27,6 +27,7 @@ from flytelite.catalog.keys import CatalogKey
 from flytelite.context import Context
 from flytelite.errors import FlyteliteError
 from flytelite.store.models import CatalogArtifact, CatalogReservation
+from flytelite.store.statements import changed_rows
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ class Reservation:
     acquired: bool
 
     @property
-    def status(self) -> int:
+    def status(self) -> catalog_pb2.CatalogReservation.Status:
         """flyteidl CatalogReservation.Status: RESERVATION_ACQUIRED, or RESERVATION_EXISTS (someone else)."""
         return Reserved.RESERVATION_ACQUIRED if self.acquired else Reserved.RESERVATION_EXISTS
 
@@ -135,11 +136,11 @@ class Catalog:
                 return _entry(existing)
             # Compare-and-swap on the artifact id, so two overwrites never both think they won.
             with self.db.session() as s:
-                swapped = s.execute(
-                    update(CatalogArtifact).where(_matches(CatalogArtifact, key),
-                                                  CatalogArtifact.artifact_id == existing.artifact_id)
+                swapped = changed_rows(
+                    s, update(CatalogArtifact).where(_matches(CatalogArtifact, key),
+                                                     CatalogArtifact.artifact_id == existing.artifact_id)
                     .values(**values)
-                ).rowcount
+                )
             if swapped:
                 self.blobs.delete(self._artifact_dir(existing.outputs_uri))
                 return mine
@@ -165,8 +166,8 @@ class Catalog:
         for entry in self.list(task_name, project, domain):
             with self.db.session() as s:
                 # Only the artifact we listed: an entry overwritten meanwhile is newer than the clear.
-                gone = s.execute(delete(CatalogArtifact).where(
-                    _matches(CatalogArtifact, entry.key), CatalogArtifact.artifact_id == entry.artifact_id)).rowcount
+                gone = changed_rows(s, delete(CatalogArtifact).where(
+                    _matches(CatalogArtifact, entry.key), CatalogArtifact.artifact_id == entry.artifact_id))
             if gone:
                 self.blobs.delete(self._artifact_dir(entry.outputs_uri))
                 cleared += 1
@@ -187,12 +188,12 @@ class Catalog:
             values = dict(owner_id=owner_id, expires_at=expires, heartbeat_seconds=interval.total_seconds(),
                           updated_at=now)
             with self.db.session() as s:
-                taken = s.execute(
-                    update(CatalogReservation)
+                taken = changed_rows(
+                    s, update(CatalogReservation)
                     .where(_matches(CatalogReservation, key),
                            or_(CatalogReservation.owner_id == owner_id, CatalogReservation.expires_at <= now))
                     .values(**values)
-                ).rowcount
+                )
             if taken:
                 return Reservation(key, owner_id, expires, interval, acquired=True)
             try:
@@ -213,8 +214,8 @@ class Catalog:
     def release_reservation(self, key: CatalogKey, owner_id: str) -> bool:
         """Release the reservation if `owner_id` holds it; True when it did (never an error otherwise)."""
         with self.db.session() as s:
-            return bool(s.execute(delete(CatalogReservation).where(
-                _matches(CatalogReservation, key), CatalogReservation.owner_id == owner_id)).rowcount)
+            return bool(changed_rows(s, delete(CatalogReservation).where(
+                _matches(CatalogReservation, key), CatalogReservation.owner_id == owner_id)))
 
     # -- helpers ------------------------------------------------------------------
     def _row(self, key: CatalogKey) -> CatalogArtifact | None:

@@ -67,7 +67,6 @@ def validate_binding(
         return _bind_container_to_union(w, n, param, binding, expected, errs, check_types)
 
     if kind in ("collection", "map"):
-        container = binding.collection if kind == "collection" else binding.map
         elem_field = "collection_type" if kind == "collection" else "map_value_type"
         if expected.WhichOneof("type") != elem_field:
             errs.add(
@@ -77,7 +76,7 @@ def validate_binding(
                 f"{'list' if kind == 'collection' else 'map'} of values.",
             )
             return _ok(None, [], errs)
-        items = container.bindings if kind == "collection" else container.bindings.values()
+        items = binding.collection.bindings if kind == "collection" else binding.map.bindings.values()
         ids: list[str] = []
         sub: LiteralType | None = None
         for item in items:

@@ -8,7 +8,7 @@ identical types. A branch needs an ``else`` node or an ``error`` to fail with.
 
 from __future__ import annotations
 
-from flyteidl.core import condition_pb2, interface_pb2, types_pb2
+from flyteidl.core import condition_pb2, interface_pb2, types_pb2, workflow_pb2
 
 from flytelite.compiler import errors as E
 from flytelite.compiler.bindings import EdgeDirection, validate_bindings
@@ -151,7 +151,7 @@ def validate_branch_node(
     from flytelite.compiler.nodes import validate_node
 
     if_else = n.node.branch_node.if_else
-    blocks: list[tuple[tuple, condition_pb2.IfBlock]] = []
+    blocks: list[tuple[tuple, workflow_pb2.IfBlock]] = []
     if not if_else.HasField("case"):
         errs.add(E.BRANCH_NODE_HAS_NO_CONDITION, n.id, "The branch has no first (if) case.")
     else:

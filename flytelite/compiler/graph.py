@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from flyteidl.core import workflow_pb2
+from flyteidl.core import compiler_pb2
 
 from flytelite.compiler import errors as E
 
@@ -34,7 +34,7 @@ class Graph:
         self.add_downstream_edge(provider, dependent)
         self.add_upstream_edge(provider, dependent)
 
-    def to_connections(self, out: workflow_pb2.ConnectionSet) -> None:
+    def to_connections(self, out: compiler_pb2.ConnectionSet) -> None:
         out.SetInParent()
         for key, ids in self.downstream.items():
             out.downstream[key].ids.extend(sorted(ids))

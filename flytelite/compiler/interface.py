@@ -175,11 +175,12 @@ def task_not_found_message(ident: identifier_pb2.Identifier) -> str:
 def effective_outputs(n: NodeBuilder, errs: E.Errors) -> VariableMap | None:
     """The node's outputs after applying its output aliases (None when its interface is unknown)."""
     aliases: dict[str, str] = {}
-    for alias in n.node.output_aliases:
-        if alias.var in aliases:
-            errs.add(E.DUPLICATE_ALIAS, n.id, f"Output [{alias.var}] is aliased more than once (as [{alias.alias}]).")
+    for output_alias in n.node.output_aliases:
+        if output_alias.var in aliases:
+            errs.add(E.DUPLICATE_ALIAS, n.id,
+                     f"Output [{output_alias.var}] is aliased more than once (as [{output_alias.alias}]).")
         else:
-            aliases[alias.var] = alias.alias
+            aliases[output_alias.var] = output_alias.alias
     if n.interface is None:
         return None
     out = VariableMap()

@@ -28,7 +28,7 @@ _PRIMITIVE_TO_SIMPLE = {
 }
 
 
-def _simple(s: int) -> LiteralType:
+def _simple(s: types_pb2.SimpleType) -> LiteralType:
     return LiteralType(simple=s)
 
 

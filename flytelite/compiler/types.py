@@ -9,6 +9,8 @@ column subsets, schema interop), and unions. ``type_to_str`` renders types for e
 
 from __future__ import annotations
 
+from typing import Any, Literal, overload
+
 from flyteidl.core import types_pb2
 
 from flytelite.compiler.jsonschema import is_same_schema, is_sub_schema
@@ -24,17 +26,29 @@ def _kind(t: LiteralType | None) -> str | None:
     return None if t is None else t.WhichOneof("type")
 
 
-def _sub(t: LiteralType, field: str) -> LiteralType | None:
+@overload
+def _sub(t: LiteralType, field: Literal["collection_type", "map_value_type"]) -> LiteralType | None: ...
+@overload
+def _sub(t: LiteralType, field: Literal["union_type"]) -> types_pb2.UnionType | None: ...
+@overload
+def _sub(t: LiteralType, field: Literal["blob"]) -> types_pb2.BlobType | None: ...
+@overload
+def _sub(t: LiteralType, field: Literal["schema"]) -> types_pb2.SchemaType | None: ...
+@overload
+def _sub(t: LiteralType, field: Literal["structured_dataset_type"]) -> types_pb2.StructuredDatasetType | None: ...
+
+
+def _sub(t: LiteralType, field: str) -> Any:
     """The typed sub-message if ``t`` is of that kind, else None (Go's nil-safe getters)."""
     return getattr(t, field) if _kind(t) == field else None
 
 
 def is_none_type(t: LiteralType | None) -> bool:
-    return _kind(t) == "simple" and t.simple == _NONE
+    return t is not None and _kind(t) == "simple" and t.simple == _NONE
 
 
 def _simple(t: LiteralType | None) -> int | None:
-    return t.simple if _kind(t) == "simple" else None
+    return t.simple if t is not None and _kind(t) == "simple" else None
 
 
 def type_tag(t: LiteralType | None) -> str:
@@ -66,11 +80,11 @@ def _casts_from(downstream: LiteralType, upstream: LiteralType) -> bool:
             return True
         return up is not None and _casts_from(downstream.map_value_type, up)
     if kind == "blob":
-        up = _sub(upstream, "blob")
-        if up is None:
+        up_blob = _sub(upstream, "blob")
+        if up_blob is None:
             return False
         # A blob without a format is generic and accepts (or is accepted by) any blob.
-        return up.format == "" or downstream.blob.format == "" or up.format == downstream.blob.format
+        return up_blob.format == "" or downstream.blob.format == "" or up_blob.format == downstream.blob.format
     if kind == "schema":
         return _schema_casts_from(downstream.schema, upstream)
     if kind == "union_type":
@@ -127,7 +141,7 @@ def _union_casts_from(union: types_pb2.UnionType, upstream: LiteralType) -> bool
 
 
 _SCHEMA_COL = types_pb2.SchemaType.SchemaColumn.SchemaColumnType
-_SCHEMA_TO_SIMPLE = {
+_SCHEMA_TO_SIMPLE: dict[int, int] = {
     _SCHEMA_COL.INTEGER: SimpleType.INTEGER,
     _SCHEMA_COL.FLOAT: SimpleType.FLOAT,
     _SCHEMA_COL.STRING: SimpleType.STRING,

@@ -44,8 +44,9 @@ def launch_form(kind: str, project: str, domain: str, name: str, version: str,
     for input_name in sorted(params.parameters):
         p = params.parameters[input_name]
         fields.append(_field(input_name, p))
-    for input_name in sorted(fixed.literals if fixed is not None else []):
-        fields.append(f"<label>{esc(input_name)} (fixed)<pre>{esc(render_literal(fixed.literals[input_name]))}</pre>"
+    fixed_values = fixed.literals if fixed is not None else {}
+    for input_name in sorted(fixed_values):
+        fields.append(f"<label>{esc(input_name)} (fixed)<pre>{esc(render_literal(fixed_values[input_name]))}</pre>"
                       "</label>")
     if not fields:
         fields.append("<p class='muted'>This takes no inputs.</p>")

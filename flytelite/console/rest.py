@@ -17,8 +17,9 @@ import base64
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any, cast
 
-from google.api import annotations_pb2
+from google.api import annotations_pb2, http_pb2
 from google.protobuf import descriptor, json_format, message_factory
 from google.protobuf.message import DecodeError, Message
 from starlette.concurrency import run_in_threadpool
@@ -36,6 +37,9 @@ PROTOBUF = "application/octet-stream"
 _GRPC_CODES = {"INVALID_ARGUMENT": 3, "NOT_FOUND": 5, "ALREADY_EXISTS": 6, "FAILED_PRECONDITION": 9,
                "UNIMPLEMENTED": 12, "INTERNAL": 13, "UNAUTHENTICATED": 16}
 _FD = descriptor.FieldDescriptor
+# The google.api.http method option. googleapis-common-protos' stubs type it as a plain FieldDescriptor,
+# where types-protobuf's Extensions want an extension's own type: Any bridges the two stubs.
+_HTTP_OPTION: Any = annotations_pb2.http
 
 
 @dataclass(frozen=True)
@@ -74,9 +78,9 @@ def flyte_routes() -> list[RestRoute]:
         service_name = service.name
         for method in service.descriptor.methods:
             options = method.GetOptions()
-            if not options.HasExtension(annotations_pb2.http):
+            if not options.HasExtension(_HTTP_OPTION):
                 continue
-            rule = options.Extensions[annotations_pb2.http]
+            rule: http_pb2.HttpRule = options.Extensions[_HTTP_OPTION]
             request_type = message_factory.GetMessageClass(method.input_type)
             for binding in (rule, *rule.additional_bindings):
                 verb = binding.WhichOneof("pattern")
@@ -117,7 +121,7 @@ def _type_name(field: descriptor.FieldDescriptor) -> str:
 def _repeated(field: descriptor.FieldDescriptor) -> bool:
     # protobuf 7 dropped `label`; older releases lack `is_repeated`.
     repeated = getattr(field, "is_repeated", None)
-    return bool(repeated) if repeated is not None else field.label == _FD.LABEL_REPEATED
+    return bool(repeated) if repeated is not None else field.label == _FD.LABEL_REPEATED  # type: ignore[attr-defined]  # protobuf < 7 only
 
 
 def _field(msg: Message, name: str, dotted: str) -> descriptor.FieldDescriptor:
@@ -126,7 +130,13 @@ def _field(msg: Message, name: str, dotted: str) -> descriptor.FieldDescriptor:
     if field is None:
         raise InvalidArgument(f"parameter {dotted!r}: {msg.DESCRIPTOR.full_name} has no field {name!r} "
                               f"(its fields: {', '.join(sorted(fields))})")
-    return field
+    # The stubs type upb's descriptors apart from descriptor.FieldDescriptor; at run time they are that class.
+    return cast(descriptor.FieldDescriptor, field)
+
+
+def _enum(field: descriptor.FieldDescriptor) -> descriptor.EnumDescriptor:
+    assert field.enum_type is not None, "an enum field has its enum's descriptor"
+    return field.enum_type
 
 
 def _scalar(field: descriptor.FieldDescriptor, text: str, dotted: str):
@@ -138,8 +148,8 @@ def _scalar(field: descriptor.FieldDescriptor, text: str, dotted: str):
                 raise ValueError(text)
             return text.lower() in ("true", "1")
         if field.type == _FD.TYPE_ENUM:
-            by_name = field.enum_type.values_by_name.get(text)
-            return by_name.number if by_name is not None else field.enum_type.values_by_number[int(text)].number
+            by_name = _enum(field).values_by_name.get(text)
+            return by_name.number if by_name is not None else _enum(field).values_by_number[int(text)].number
         if field.type in (_FD.TYPE_FLOAT, _FD.TYPE_DOUBLE):
             return float(text)
         if field.type == _FD.TYPE_BYTES:
@@ -148,7 +158,7 @@ def _scalar(field: descriptor.FieldDescriptor, text: str, dotted: str):
             raise InvalidArgument(f"parameter {dotted!r} names a message; name one of its fields instead")
         return int(text)
     except (ValueError, KeyError) as exc:
-        expected = ("one of " + ", ".join(field.enum_type.values_by_name) if field.type == _FD.TYPE_ENUM
+        expected = ("one of " + ", ".join(_enum(field).values_by_name) if field.type == _FD.TYPE_ENUM
                     else "true or false" if field.type == _FD.TYPE_BOOL else "a number")
         raise InvalidArgument(f"parameter {dotted!r}: {text!r} is not a valid value ({expected})") from exc
 

@@ -276,9 +276,10 @@ def _node_tree(ctx: Context, node_rows, attempts: dict[str, list[AttemptView]], 
             node.outputs = read_data(ctx, c.output_uri, c.output_data if c.HasField("output_data") else None)
         views[row.id] = node
         parents[row.id] = row.parent_id
-    roots = []
+    roots: list[NodeView] = []
     for row_id, node in views.items():
-        parent = views.get(parents[row_id]) if parents[row_id] is not None else None
+        parent_id = parents[row_id]
+        parent = views.get(parent_id) if parent_id is not None else None
         (parent.children if parent is not None else roots).append(node)
     return roots, len(views)
 

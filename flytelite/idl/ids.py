@@ -12,7 +12,7 @@ TASK = idpb.TASK
 WORKFLOW = idpb.WORKFLOW
 LAUNCH_PLAN = idpb.LAUNCH_PLAN
 
-RESOURCE_NAMES = {TASK: "task", WORKFLOW: "workflow", LAUNCH_PLAN: "launch plan"}
+RESOURCE_NAMES: dict[int, str] = {TASK: "task", WORKFLOW: "workflow", LAUNCH_PLAN: "launch plan"}
 
 
 def entity_key(ident: idpb.Identifier) -> tuple[str, str, str, str]:
@@ -28,7 +28,8 @@ def describe_execution(ident: idpb.WorkflowExecutionIdentifier) -> str:
     return f"execution {ident.project}/{ident.domain}/{ident.name}"
 
 
-def identifier(resource_type: int, project: str, domain: str, name: str, version: str) -> idpb.Identifier:
+def identifier(resource_type: idpb.ResourceType, project: str, domain: str, name: str,
+               version: str) -> idpb.Identifier:
     return idpb.Identifier(resource_type=resource_type, project=project, domain=domain, name=name, version=version)
 
 

@@ -20,6 +20,7 @@ from flytelite.config import NotificationsConfig
 from flytelite.context import Context
 from flytelite.store.executions import as_utc
 from flytelite.store.models import NotificationOutbox
+from flytelite.store.statements import changed_rows
 
 # How long a claimed mail stays with its sender before another replica may take it.
 CLAIM_SECONDS = 120.0
@@ -59,11 +60,12 @@ def claim_due(ctx: Context, owner: str, now: datetime) -> list[PendingMail]:
     claimed = []
     for mail_id in ids:
         with ctx.db.session() as s:
-            won = s.execute(update(row).where(row.id == mail_id, *_due(now))
-                            .values(claimed_by=owner, claimed_until=now + timedelta(seconds=CLAIM_SECONDS))
-                            .execution_options(synchronize_session=False)).rowcount == 1
+            won = changed_rows(s, update(row).where(row.id == mail_id, *_due(now))
+                               .values(claimed_by=owner, claimed_until=now + timedelta(seconds=CLAIM_SECONDS))
+                               .execution_options(synchronize_session=False)) == 1
             if won:
                 r = s.get(row, mail_id)
+                assert r is not None, "the row this replica just claimed"
                 claimed.append(PendingMail(r.id, f"{r.project}/{r.domain}/{r.execution_name}",
                                            notification_pb2.EmailMessage.FromString(r.message_pb), r.attempts,
                                            as_utc(r.created_at)))

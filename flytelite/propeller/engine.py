@@ -50,7 +50,7 @@ class Engine:
         self._held: set[ExecutionKey] = set()
         self.plugins = plugins if plugins is not None else default_plugins(ctx)
         self.handlers = handlers if handlers is not None else default_handlers(self.plugins)
-        self.queue = WorkQueue()
+        self.queue: WorkQueue[ExecutionKey] = WorkQueue()
         self.mirror = None
         if cfg.state == "kubernetes":
             from flytelite.propeller.crd.mirror import FlyteWorkflowMirror
@@ -107,7 +107,7 @@ class Engine:
 
     def notify(self, key: ExecutionKey) -> None:
         """Wake the engine for one execution; safe to call from any thread."""
-        key = tuple(key)
+        key = ExecutionKey(*key)
         if self._loop is None:
             self._pending.add(key)
             return

@@ -21,6 +21,7 @@ from google.protobuf.message import Message
 from sqlalchemy.orm import Session
 
 from flytelite import errors
+from flytelite.idl.enums import as_enum
 from flytelite.idl.times import Clock, to_timestamp
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,40 @@ class BatchEventSink(EventSink, Protocol):
         in the same transaction after them."""
 
 
+class RoundEvents(Protocol):
+    """What a round's nodes report to: an EventRecorder, or the stand-in an array node hands its items."""
+
+    def flush(self, then: Callable[[Session], None] | None = None) -> bool: ...
+
+    def workflow(
+        self, exec_id: identifier_pb2.WorkflowExecutionIdentifier, phase: int, *,
+        output_uri: str = "", error: execution_pb2.ExecutionError | None = None,
+    ) -> None: ...
+
+    def node(
+        self, exec_id: identifier_pb2.WorkflowExecutionIdentifier, node_id: str, phase: int, *,
+        spec_node_id: str, node_name: str = "", input_uri: str = "", output_uri: str = "",
+        error: execution_pb2.ExecutionError | None = None,
+        target_entity: identifier_pb2.Identifier | None = None,
+        task_node_metadata: event_pb2.TaskNodeMetadata | None = None,
+        deck_uri: str = "", retry_group: str = "",
+        workflow_node_metadata: event_pb2.WorkflowNodeMetadata | None = None,
+        parent_node_id: str = "", is_parent: bool = False, is_dynamic: bool = False,
+        is_in_dynamic_chain: bool = False, is_array: bool = False,
+    ) -> None: ...
+
+    def task(
+        self, exec_id: identifier_pb2.WorkflowExecutionIdentifier, node_id: str,
+        task_id: identifier_pb2.Identifier, retry_attempt: int, phase: int, phase_version: int, *,
+        task_type: str = "", input_uri: str = "", output_uri: str = "",
+        error: execution_pb2.ExecutionError | None = None,
+        logs: list[execution_pb2.TaskLog] | None = None, reason: str = "",
+        generated_name: str = "", plugin_identifier: str = "",
+        external_resources: list[event_pb2.ExternalResourceInfo] | None = None,
+        custom_info: struct_pb2.Struct | None = None,
+    ) -> None: ...
+
+
 class EventRecorder:
     def __init__(self, sink: EventSink, clock: Clock):
         self.sink = sink
@@ -81,7 +116,8 @@ class EventRecorder:
         output_uri: str = "", error: execution_pb2.ExecutionError | None = None,
     ) -> None:
         ev = event_pb2.WorkflowExecutionEvent(
-            execution_id=exec_id, producer_id=PRODUCER_ID, phase=phase, occurred_at=to_timestamp(self.clock.now()),
+            execution_id=exec_id, producer_id=PRODUCER_ID,
+            phase=as_enum(execution_pb2.WorkflowExecution.Phase, phase), occurred_at=to_timestamp(self.clock.now()),
         )
         if output_uri:
             ev.output_uri = output_uri
@@ -103,7 +139,8 @@ class EventRecorder:
         now = to_timestamp(self.clock.now())
         ev = event_pb2.NodeExecutionEvent(
             id=identifier_pb2.NodeExecutionIdentifier(node_id=node_id, execution_id=exec_id),
-            producer_id=PRODUCER_ID, phase=phase, occurred_at=now, reported_at=now,
+            producer_id=PRODUCER_ID, phase=as_enum(execution_pb2.NodeExecution.Phase, phase),
+            occurred_at=now, reported_at=now,
             spec_node_id=spec_node_id, node_name=node_name, retry_group=retry_group,
             event_version=NODE_EVENT_VERSION, deck_uri=deck_uri,
             is_parent=is_parent, is_dynamic=is_dynamic, is_in_dynamic_chain=is_in_dynamic_chain,
@@ -140,7 +177,8 @@ class EventRecorder:
         ev = event_pb2.TaskExecutionEvent(
             task_id=task_id,
             parent_node_execution_id=identifier_pb2.NodeExecutionIdentifier(node_id=node_id, execution_id=exec_id),
-            retry_attempt=retry_attempt, phase=phase, phase_version=phase_version,
+            retry_attempt=retry_attempt, phase=as_enum(execution_pb2.TaskExecution.Phase, phase),
+            phase_version=phase_version,
             producer_id=PRODUCER_ID, occurred_at=now, reported_at=now, task_type=task_type,
             reason=reason, event_version=TASK_EVENT_VERSION, logs=logs or [],
         )

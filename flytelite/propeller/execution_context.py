@@ -10,7 +10,7 @@ from flyteidl.core import identifier_pb2, literals_pb2
 
 from flytelite.context import Context, ExecutionKey
 from flytelite.propeller.clients import AdminClients, unconnected
-from flytelite.propeller.events import EventRecorder
+from flytelite.propeller.events import RoundEvents
 from flytelite.propeller.status import WorkflowStatus
 from flytelite.propeller.workflow import ExecutableWorkflow
 from flytelite.store.flyteworkflow import ExecutionSpec
@@ -23,7 +23,7 @@ class ExecutionRound:
     spec: ExecutionSpec
     workflow: ExecutableWorkflow
     status: WorkflowStatus
-    events: EventRecorder
+    events: RoundEvents
     # Wakes the engine for this execution later (delay in seconds, None = now); thread-safe.
     wake: Callable[[float | None], None]
     now: datetime = field(default=None)  # type: ignore[assignment]

@@ -12,12 +12,18 @@ This module never touches the DAG's own nodes.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from flyteidl.core import execution_pb2, literals_pb2, types_pb2, workflow_pb2
 
 from flytelite.propeller.execution_context import ExecutionRound
 from flytelite.propeller.phases import NODE_FAILED, NODE_PASSED, NodePhase
 from flytelite.propeller.scope import DagScope
 from flytelite.propeller.status import ErrorInfo
+
+if TYPE_CHECKING:
+    from flytelite.propeller.node_executor import NodeExecutor
+    from flytelite.propeller.nodes.handler import SubNodeExecutor
 
 # The input name flytekit gives a failure task's error (flytekit.types.error.FlyteError).
 ERROR_INPUT = "err"
@@ -38,17 +44,19 @@ def set_error_input(inputs: literals_pb2.LiteralMap, node_id: str, error: ErrorI
     inputs.literals[ERROR_INPUT].CopyFrom(literals_pb2.Literal(scalar=literals_pb2.Scalar(union=union)))
 
 
-def handle_failure_node(nodes, rnd: ExecutionRound) -> tuple[bool, ErrorInfo | None]:
+def handle_failure_node(nodes: NodeExecutor, rnd: ExecutionRound) -> tuple[bool, ErrorInfo | None]:
     """Move the workflow's failure node along; (done, error to fail the workflow with) once it is done.
 
     `nodes` is the NodeExecutor: the failure node is handled by its kind's handler like any node.
     """
     error = rnd.status.error or ErrorInfo("UnknownError", f"Unknown error, last seen message [{rnd.status.message}]",
                                           execution_pb2.ExecutionError.UNKNOWN)
-    return run_failure_node(nodes, rnd, nodes.top_scope(rnd), rnd.workflow.failure_node, error)
+    node = rnd.workflow.failure_node
+    assert node is not None, "only a workflow with a failure node handles one"
+    return run_failure_node(nodes, rnd, nodes.top_scope(rnd), node, error)
 
 
-def run_failure_node(nodes, rnd: ExecutionRound, scope: DagScope, node: workflow_pb2.Node,
+def run_failure_node(nodes: SubNodeExecutor, rnd: ExecutionRound, scope: DagScope, node: workflow_pb2.Node,
                      error: ErrorInfo) -> tuple[bool, ErrorInfo | None]:
     """Move the failure node of the workflow `scope` runs along; (done, error the workflow fails with).
 

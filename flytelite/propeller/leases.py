@@ -77,14 +77,14 @@ class Leases:
                                    .order_by(row.created_at).limit(limit).with_for_update(skip_locked=True)).all()
                 if not picked:
                     return []
-                claimable = and_(claimable, _one_of([tuple(p) for p in picked]))
+                claimable = and_(claimable, _one_of([ExecutionKey(*p) for p in picked]))
             claimed = s.execute(
                 update(row).where(claimable)
                 .values(lease_owner=self.owner, lease_expires_at=now + timedelta(seconds=self.seconds))
                 .returning(row.project, row.domain, row.name)
                 .execution_options(synchronize_session=False)
             ).all()
-        return [tuple(r) for r in claimed]
+        return [ExecutionKey(*r) for r in claimed]
 
     def release(self) -> None:
         """Give up every lease (a clean stop): other replicas may take the executions at once."""

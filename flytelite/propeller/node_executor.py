@@ -45,7 +45,7 @@ _NEXT_PHASE = {
     EPhase.RECOVERED: NodePhase.RECOVERED,
 }
 # What a phase that needs finalizing settles into, and the event phase both report.
-_SETTLES_INTO = {
+_SETTLES_INTO: dict[int, NodePhase] = {
     NodePhase.SUCCEEDING: NodePhase.SUCCEEDED,
     NodePhase.FAILING: NodePhase.FAILED,
     NodePhase.TIMING_OUT: NodePhase.TIMED_OUT,
@@ -252,6 +252,7 @@ class NodeExecutor:
             eligible, current, most = self._eligible(nctx, info.error)
             if not eligible:
                 err = info.error
+                assert err is not None, "a retryable failure carries its error"
                 if timed_out:
                     info = PhaseInfo(EPhase.TIMED_OUT, reason=err.message, error=err)
                 else:

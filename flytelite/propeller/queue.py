@@ -13,21 +13,26 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Hashable
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
 
 
 class QueueShutDown(Exception):
     pass
 
 
-class WorkQueue:
+class WorkQueue(Generic[K]):
+    """A queue of keys of type K (the engine's: ExecutionKey)."""
+
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._items: deque[Hashable] = deque()
-        self._queued: set[Hashable] = set()
-        self._processing: set[Hashable] = set()
-        self._dirty: set[Hashable] = set()
-        self._timers: dict[Hashable, tuple[float, asyncio.TimerHandle]] = {}
-        self._failures: dict[Hashable, int] = {}
+        self._items: deque[K] = deque()
+        self._queued: set[K] = set()
+        self._processing: set[K] = set()
+        self._dirty: set[K] = set()
+        self._timers: dict[K, tuple[float, asyncio.TimerHandle]] = {}
+        self._failures: dict[K, int] = {}
         self._waiters: deque[asyncio.Future] = deque()
         self._shut_down = False
 
@@ -37,10 +42,10 @@ class WorkQueue:
     def __len__(self) -> int:
         return len(self._items)
 
-    def is_processing(self, key: Hashable) -> bool:
+    def is_processing(self, key: K) -> bool:
         return key in self._processing
 
-    def add(self, key: Hashable) -> None:
+    def add(self, key: K) -> None:
         if self._shut_down:
             return
         if key in self._processing:
@@ -52,7 +57,7 @@ class WorkQueue:
         self._items.append(key)
         self._wake_one()
 
-    def add_threadsafe(self, key: Hashable) -> None:
+    def add_threadsafe(self, key: K) -> None:
         loop = self._loop
         if loop is None or loop.is_closed():
             return
@@ -61,7 +66,7 @@ class WorkQueue:
         except RuntimeError:  # loop closed between the check and the call: the engine is stopping
             pass
 
-    def add_after(self, key: Hashable, delay: float) -> None:
+    def add_after(self, key: K, delay: float) -> None:
         if delay <= 0:
             self.add(key)
             return
@@ -75,7 +80,7 @@ class WorkQueue:
         handle = self._loop.call_at(when, self._fire, key)
         self._timers[key] = (when, handle)
 
-    def add_rate_limited(self, key: Hashable, base: float = 0.1, cap: float = 30.0) -> float:
+    def add_rate_limited(self, key: K, base: float = 0.1, cap: float = 30.0) -> float:
         """Re-add after an exponential back-off that grows with the key's consecutive failures."""
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
@@ -83,15 +88,15 @@ class WorkQueue:
         self.add_after(key, delay)
         return delay
 
-    def forget(self, key: Hashable) -> None:
+    def forget(self, key: K) -> None:
         """Reset the key's back-off after a successful round."""
         self._failures.pop(key, None)
 
-    def _fire(self, key: Hashable) -> None:
+    def _fire(self, key: K) -> None:
         self._timers.pop(key, None)
         self.add(key)
 
-    async def get(self) -> Hashable:
+    async def get(self) -> K:
         """The next key; the caller must call done(key) when finished. Raises QueueShutDown."""
         while not self._items or self._shut_down:
             if self._shut_down:
@@ -108,7 +113,7 @@ class WorkQueue:
         self._processing.add(key)
         return key
 
-    def done(self, key: Hashable) -> None:
+    def done(self, key: K) -> None:
         self._processing.discard(key)
         if key in self._dirty:
             self._dirty.discard(key)

@@ -60,6 +60,7 @@ class LeafDag:
 
     fail_after_executable_nodes_complete = False
     closure = None
+    failure_node: workflow_pb2.Node | None = None
     end_bindings: list = []
 
     def __init__(self, node: workflow_pb2.Node, upstream: list[str] | None = None):
@@ -144,9 +145,9 @@ class DagScope:
         """The compiled subworkflow `ident` from the closure this scope runs (or an enclosing one)."""
         scope: DagScope | None = self
         while scope is not None:
-            closure = scope.dag.closure
-            if closure is not None:
-                found = subworkflow_dag(scope.dag, ident)
+            dag = scope.dag
+            if isinstance(dag, ExecutableWorkflow) and dag.closure is not None:
+                found = subworkflow_dag(dag, ident)
                 if found is not None:
                     return found
             scope = scope.outer

@@ -14,6 +14,7 @@ from typing import Any
 
 from flyteidl.core import execution_pb2
 
+from flytelite.idl.enums import as_enum
 from flytelite.propeller.phases import NodePhase, WorkflowPhase
 
 
@@ -51,7 +52,8 @@ class ErrorInfo:
     kind: int = execution_pb2.ExecutionError.UNKNOWN
 
     def to_proto(self) -> execution_pb2.ExecutionError:
-        return execution_pb2.ExecutionError(code=self.code, message=self.message, kind=self.kind)
+        return execution_pb2.ExecutionError(code=self.code, message=self.message,
+                                            kind=as_enum(execution_pb2.ExecutionError.ErrorKind, self.kind))
 
     @classmethod
     def from_proto(cls, err: execution_pb2.ExecutionError) -> ErrorInfo:

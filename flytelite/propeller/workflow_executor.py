@@ -32,6 +32,7 @@ from flytelite.propeller.status import ErrorInfo, WorkflowStatus, iso
 from flytelite.propeller.workflow import END_NODE, ExecutableWorkflow
 from flytelite.store.flyteworkflow import ExecutionSpec
 from flytelite.store.models import FlyteWorkflow
+from flytelite.store.statements import changed_rows
 
 log = logging.getLogger(__name__)
 WfPhase = execution_pb2.WorkflowExecution.Phase
@@ -90,7 +91,7 @@ class WorkflowExecutor:
         events = self.events.buffered()
         for _ in range(MAX_STREAK):
             rnd = ExecutionRound(ctx=self.ctx, key=key, spec=spec, workflow=workflow, status=status,
-                                 events=events, wake=lambda delay, k=key: self.wake(k, delay),
+                                 events=events, wake=lambda delay, k=key: self.wake(k, delay),  # type: ignore[misc]  # a lambda with a default
                                  clients=self.clients)
             if row.abort_cause and status.phase not in WORKFLOW_DONE:
                 self._abort(rnd, row.abort_cause)
@@ -149,7 +150,7 @@ class WorkflowExecutor:
     def _wake_parent(self, key: ExecutionKey, spec: ExecutionSpec) -> None:
         """A finished child execution wakes the parent whose launch-plan node waits for it."""
         if spec.parent_execution:
-            self.wake((key[0], key[1], spec.parent_execution), None)
+            self.wake(ExecutionKey(key[0], key[1], spec.parent_execution), None)
 
     # -- phases -----------------------------------------------------------------------------
     def _advance(self, rnd: ExecutionRound) -> None:
@@ -170,7 +171,7 @@ class WorkflowExecutor:
             self._to(rnd, WorkflowPhase.SUCCESS)
         elif phase == WorkflowPhase.FAILING:
             self.nodes.abort_all(rnd, "Some node execution failed, auto-abort.")
-            err = status.error or ErrorInfo("UnknownError", status.message or "unknown error")
+            err: ErrorInfo | None = status.error or ErrorInfo("UnknownError", status.message or "unknown error")
             if rnd.workflow.failure_node is not None:
                 self._to(rnd, WorkflowPhase.HANDLING_FAILURE_NODE, error=err)
             else:
@@ -224,7 +225,7 @@ class WorkflowExecutor:
         )
         if self.leases is not None:
             statement = self.leases.fence(statement)
-        written = session.execute(statement).rowcount
+        written = changed_rows(session, statement)
         if self.leases is not None and written == 0:
             self._workflows.pop(key, None)
             raise LeaseLost(f"execution {'/'.join(key)} is driven by another replica now; this round is dropped")

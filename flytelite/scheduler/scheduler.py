@@ -126,7 +126,7 @@ class Scheduler:
         if skipped:
             log.info("%s: skipping missed slots up to %s (catch-up policy %r)",
                      describe(plan.id), due.through.isoformat(), self.config.catchup)
-        handled = due.through
+        handled: datetime | None = due.through
         for slot in due.launch:
             # Leadership lost mid-tick: the new leader goes on from the progress recorded here.
             if not self._leads() or not self._launch(plan, cadence, slot, report):

@@ -191,6 +191,7 @@ class FlyteliteServer:
 
     async def stop(self) -> None:
         log.info("flytelite shutting down")
+        assert self.ctx is not None, "stop() follows start()"
         self.ctx.ready = False
         if self._mux is not None:
             await self._mux.stop()

@@ -24,6 +24,7 @@ from sqlalchemy.exc import IntegrityError
 
 from flytelite.context import Context
 from flytelite.store.models import Leader
+from flytelite.store.statements import changed_rows
 
 log = logging.getLogger(__name__)
 
@@ -77,12 +78,12 @@ class Leadership:
         row = Leader
         claimable = or_(row.owner == self.owner, row.owner.is_(None), row.expires_at < now)
         with self.ctx.db.session() as s:
-            won = s.execute(
-                update(row).where(row.name == self.name, claimable)
+            won = changed_rows(
+                s, update(row).where(row.name == self.name, claimable)
                 .values(owner=self.owner, expires_at=now + timedelta(seconds=self.seconds),
                         acquired_at=case((row.owner == self.owner, row.acquired_at), else_=now))
                 .execution_options(synchronize_session=False)
-            ).rowcount == 1
+            ) == 1
         # The database counts the period from `now`; trusting it a renewal less leaves room for a renewal
         # that comes late and for clocks that disagree a little between hosts.
         self._trusted_until = started + self.seconds - self.renew_seconds if won else None
@@ -140,7 +141,10 @@ def leader_of(ctx: Context, name: str, now: datetime) -> LeaderState | None:
                                             Leader.expires_at >= now))
     if row is None:
         return None
-    return LeaderState(row.name, row.owner, _utc(row.acquired_at, now), _utc(row.expires_at, now))
+    owner, acquired_at, expires_at = row.owner, row.acquired_at, row.expires_at
+    # The query leaves no NULL owner or expiry, and a claim sets all three together.
+    assert owner is not None and acquired_at is not None and expires_at is not None
+    return LeaderState(row.name, owner, _utc(acquired_at, now), _utc(expires_at, now))
 
 
 def _utc(at: datetime, like: datetime) -> datetime:

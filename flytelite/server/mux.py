@@ -70,6 +70,7 @@ class PortMux:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
+        assert task is not None, "a connection handler runs as a task"
         self._conns.add(task)
         try:
             head = await asyncio.wait_for(_sniff(reader), SNIFF_TIMEOUT)

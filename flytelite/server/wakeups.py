@@ -14,10 +14,14 @@ import json
 import logging
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import text
 
 from flytelite.context import Context, ExecutionKey
+
+if TYPE_CHECKING:
+    import psycopg
 
 log = logging.getLogger(__name__)
 CHANNEL = "flytelite_engine"
@@ -71,14 +75,15 @@ class Listener:
     def _listen(self) -> None:
         raw = self.ctx.db.engine.raw_connection()
         try:
-            conn = raw.driver_connection  # psycopg's own connection
+            # Only PostgreSQL replicas listen: the driver's connection is psycopg's own.
+            conn = cast("psycopg.Connection[Any]", raw.driver_connection)
             conn.autocommit = True
             conn.execute(f"LISTEN {CHANNEL}")
             self.ready.set()
             while not self._stop.is_set():
                 for note in conn.notifies(timeout=1.0):
                     try:
-                        self.on_key(tuple(json.loads(note.payload)))
+                        self.on_key(ExecutionKey(*json.loads(note.payload)))
                     except (ValueError, TypeError):
                         log.warning("ignoring a malformed notification on %s: %r", CHANNEL, note.payload)
         finally:

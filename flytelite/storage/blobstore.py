@@ -49,7 +49,7 @@ class BlobStore:
     def __init__(self, root: str, s3_config: S3Config | None = None):
         folder = local_path(root) if "://" in root else os.path.expanduser(root)
         self.is_local = folder is not None
-        if self.is_local:
+        if folder is not None:
             self.folder = os.path.realpath(folder)
             os.makedirs(self.folder, exist_ok=True)
             root = LOCAL_SCHEME + self.folder

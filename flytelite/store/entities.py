@@ -8,13 +8,17 @@ plan's state (ACTIVE/INACTIVE), which lives in its own column as in FlyteAdmin.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from flyteidl.admin import common_pb2, launch_plan_pb2, project_pb2, task_pb2, workflow_pb2
 from flyteidl.core import identifier_pb2 as idpb
+from google.protobuf.message import Message
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from flytelite.idl.enums import as_enum
 from flytelite.idl.times import to_timestamp
 from flytelite.store.models import LaunchPlan, NamedEntity, Project, Task, Workflow
 
@@ -47,7 +51,7 @@ def project_ids(session: Session) -> list[str]:
 
 def project_to_proto(row: Project, domains: list[project_pb2.Domain]) -> project_pb2.Project:
     project = project_pb2.Project(id=row.identifier, name=row.name, description=row.description or "",
-                                  state=row.state, domains=domains)
+                                  state=as_enum(project_pb2.Project.ProjectState, row.state), domains=domains)
     if row.labels_pb:
         project.labels.ParseFromString(row.labels_pb)
     return project
@@ -63,7 +67,7 @@ def entity_exists(session: Session, model: EntityModel, project: str, domain: st
     return session.scalars(query.limit(1)).first() is not None
 
 
-def _id(resource_type: int, row) -> idpb.Identifier:
+def _id(resource_type: idpb.ResourceType, row) -> idpb.Identifier:
     return idpb.Identifier(resource_type=resource_type, project=row.project, domain=row.domain,
                            name=row.name, version=row.version)
 
@@ -89,12 +93,14 @@ def launch_plan_to_proto(row: LaunchPlan) -> launch_plan_pb2.LaunchPlan:
     lp.spec.ParseFromString(row.spec_pb)
     lp.closure.ParseFromString(row.closure_pb)
     # State and updated_at live in columns: they are the only things about a version that change.
-    lp.closure.state = row.state
+    lp.closure.state = as_enum(launch_plan_pb2.LaunchPlanState, row.state)
     lp.closure.updated_at.CopyFrom(to_timestamp(row.updated_at))
     return lp
 
 
-TO_PROTO = {Task: task_to_proto, Workflow: workflow_to_proto, LaunchPlan: launch_plan_to_proto}
+TO_PROTO: dict[type, Callable[[Any], Message]] = {
+    Task: task_to_proto, Workflow: workflow_to_proto, LaunchPlan: launch_plan_to_proto,
+}
 
 
 def get_task(session: Session, ident: idpb.Identifier) -> task_pb2.Task | None:
@@ -167,7 +173,7 @@ def set_named_entity_metadata(session: Session, resource_type: int, project: str
     return row
 
 
-def named_entity_to_proto(resource_type: int, project: str, domain: str, name: str,
+def named_entity_to_proto(resource_type: idpb.ResourceType, project: str, domain: str, name: str,
                           meta: NamedEntity | None) -> common_pb2.NamedEntity:
     entity = common_pb2.NamedEntity(
         resource_type=resource_type,
@@ -175,5 +181,5 @@ def named_entity_to_proto(resource_type: int, project: str, domain: str, name: s
     )
     if meta is not None:
         entity.metadata.description = meta.description or ""
-        entity.metadata.state = meta.state
+        entity.metadata.state = as_enum(common_pb2.NamedEntityState, meta.state)
     return entity

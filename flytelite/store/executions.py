@@ -7,6 +7,7 @@ NotFound with the identifier a user would recognise when the row is missing.
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import overload
 
 from flyteidl.core import identifier_pb2 as idpb
 from sqlalchemy import false, select, update
@@ -14,6 +15,14 @@ from sqlalchemy.orm import Session
 
 from flytelite.errors import NotFound
 from flytelite.store.models import Execution, NodeExecution, TaskExecution
+
+
+@overload
+def as_utc(dt: datetime) -> datetime: ...
+@overload
+def as_utc(dt: None) -> None: ...
+@overload
+def as_utc(dt: datetime | None) -> datetime | None: ...
 
 
 def as_utc(dt: datetime | None) -> datetime | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Table, insert
 from sqlalchemy.orm import Session
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 MAX_BATCH = 200
 
 # Rows to insert, in order (a row's table, its columns): rows a later one refers to come first.
-Rows = Sequence[tuple[Table, dict]]
+Rows = Sequence[tuple[Table, dict[str, Any]]]
 
 
 @dataclass

@@ -13,11 +13,14 @@ entries of the array node's TaskExecutionEvent.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from flyteidl.core import catalog_pb2, execution_pb2, literals_pb2, tasks_pb2, workflow_pb2
 from flyteidl.event import event_pb2
+from sqlalchemy.orm import Session
 
+from flytelite.idl.enums import as_enum
 from flytelite.propeller.nodes.handler import NodeExecutionContext
 from flytelite.propeller.nodes.task import TaskHandler
 from flytelite.propeller.plugins.core import TaskExecutionContext
@@ -101,8 +104,9 @@ class ItemTaskHandler(TaskHandler):
     kind = "array-item"
     counts_for_parallelism = False
 
-    def _task_context(self, nctx: NodeExecutionContext, tstatus: TaskStatus) -> TaskExecutionContext:
-        tctx = super()._task_context(nctx, tstatus)
+    def _task_context(self, nctx: NodeExecutionContext, tstatus: TaskStatus,
+                      task: tasks_pb2.TaskTemplate) -> TaskExecutionContext:
+        tctx = super()._task_context(nctx, tstatus, task)
         # TaskExecutionContext.inputs is a cached property: fill it with the item's values instead of the file's.
         tctx.__dict__["inputs"] = nctx.read_inputs()
         return tctx
@@ -127,6 +131,10 @@ class ItemEvents:
 
     def at(self, index: int, attempt: int) -> None:
         self.index, self.attempt = index, attempt
+
+    def flush(self, then: Callable[[Session], None] | None = None) -> bool:
+        """Nothing to send: the array node reports its items in its own events (nor is `then` run: False)."""
+        return False
 
     def workflow(self, *args, **kwargs) -> None:
         raise RuntimeError("an array item cannot report a workflow event")
@@ -153,7 +161,7 @@ class ItemEvents:
         if info is None:
             info = self._resources[(index, attempt)] = event_pb2.ExternalResourceInfo(index=index,
                                                                                       retry_attempt=attempt)
-        info.phase = phase
+        info.phase = as_enum(execution_pb2.TaskExecution.Phase, phase)
         if external_id:
             info.external_id = external_id
         return info
@@ -164,7 +172,7 @@ class ItemEvents:
         for info in taken:
             status = self._cache_status.get(info.index)
             if status is not None:
-                info.cache_status = status
+                info.cache_status = as_enum(catalog_pb2.CatalogCacheStatus, status)
         self._resources.clear()
         self._cache_status.clear()
         return taken

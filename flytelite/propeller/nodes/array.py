@@ -35,7 +35,7 @@ from flytelite.propeller.array.items import (
     item_template,
 )
 from flytelite.propeller.array.state import ARRAY_DONE, ArrayPhase, ArrayState
-from flytelite.propeller.nodes.handler import NodeExecutionContext, NodeHandler, PhaseInfo
+from flytelite.propeller.nodes.handler import NodeExecutionContext, NodeHandler, PhaseInfo, SubNodeExecutor
 from flytelite.propeller.offloading import LiteralTooLarge, offload_large_literal
 from flytelite.propeller.phases import NODE_DONE, NodePhase
 from flytelite.propeller.plugins.core import unique_key
@@ -194,7 +194,8 @@ class ArrayHandler(NodeHandler):
         if irnd.requeue_after is not None:
             rnd.requeue_in(irnd.requeue_after)
 
-    def _step(self, executor, irnd, view: ArrayView, state: ArrayState, index: int, st: NodeStatus) -> None:
+    def _step(self, executor: SubNodeExecutor, irnd, view: ArrayView, state: ArrayState, index: int,
+              st: NodeStatus) -> None:
         irnd.spec = item_spec(view.array.round.spec, index)
         irnd.events.at(index, st.attempts)
         executor.handle_subnode(self._item_context(irnd, view, index, st), self.items)
@@ -235,6 +236,7 @@ class ArrayHandler(NodeHandler):
             uri = posixpath.join(view.item_data_dir(index), str(state.attempt(index)), "outputs.pb")
             return blobs.read_proto(uri, literals_pb2.LiteralMap)
 
+        assert view.task is not None, "_handle fails an array node whose task is missing"
         names = sorted(view.task.interface.outputs.variables)
         gathered = gather_outputs(names, state.size, state.item_phase, read)
         # FlytePropeller's array handler offloads each gathered list that is large enough.
@@ -281,6 +283,7 @@ class ArrayHandler(NodeHandler):
             resources = _with_every_item(resources, state)
         rnd = nctx.round
         state.reported_at = rnd.now.timestamp()
+        assert view.task is not None, "_handle fails an array node whose task is missing"
         rnd.events.task(
             rnd.exec_id, nctx.node_id, view.task.id, 0, phase, 0 if every_item else state.phase_version,
             task_type=TASK_TYPE, input_uri=nctx.input_uri if phase == TaskPhase.QUEUED else "",

@@ -44,10 +44,10 @@ class BranchHandler(NodeHandler):
                 return PhaseInfo.failure(err.code, str(err), kind=err.kind)
             st.branch_taken = decision.taken
         scope = self.child_scope(nctx)
-        if scope is None:
+        if scope is None or not st.branch_taken:  # (an arm's scope is had only once one was taken)
             return PhaseInfo.failure("DownstreamNodeNotFound", f"branch node {nctx.node_id} has no arm named "
                                      f"{st.branch_taken}", kind=SYSTEM)
-        outcome = nctx.executor.walk_dag(nctx.round, scope)
+        outcome = nctx.nested.walk_dag(nctx.round, scope)
         if outcome.error is not None:
             return PhaseInfo(EPhase.FAILED, reason=outcome.error.message, error=outcome.error)
         if not outcome.complete:
@@ -62,7 +62,7 @@ class BranchHandler(NodeHandler):
     def abort(self, nctx: NodeExecutionContext, reason: str) -> None:
         scope = self.child_scope(nctx)
         if scope is not None:
-            nctx.executor.abort_dag(nctx.round, scope, reason)
+            nctx.nested.abort_dag(nctx.round, scope, reason)
 
     def child_scope(self, nctx: NodeExecutionContext) -> DagScope | None:
         taken = nctx.status.branch_taken
@@ -71,7 +71,7 @@ class BranchHandler(NodeHandler):
             return None
         # As FlytePropeller's recurseDownstream: the arm's DAG holds the nodes the arm depends on, found in
         # the scopes around the branch (the branch node itself, running now, is not waited for).
-        outer = nctx.scope
+        outer = nctx.dag_scope
         upstream = sorted(d for d in node_dependencies(node) if d != nctx.node.id and outer.owner_of(d) is not None)
         return outer.child(LeafDag(node, upstream), nctx.status, nctx.node.id, outer=outer)
 

@@ -59,7 +59,7 @@ class DynamicNodeHandler(NodeHandler):
                                      f"{nctx.node_id} is missing from {nctx.output_dir}", kind=SYSTEM)
         # A cache-serialized dynamic task holds its cache reservation until the whole node ends.
         self.task_handler.cache_heartbeat(nctx)
-        outcome = nctx.executor.walk_dag(nctx.round, scope)
+        outcome = nctx.nested.walk_dag(nctx.round, scope)
         if outcome.error is not None:
             return PhaseInfo(EPhase.FAILED, reason=outcome.error.message, error=outcome.error)
         if not outcome.complete:
@@ -90,7 +90,7 @@ class DynamicNodeHandler(NodeHandler):
             return
         scope = self.child_scope(nctx)
         if scope is not None:
-            nctx.executor.abort_dag(nctx.round, scope, reason)
+            nctx.nested.abort_dag(nctx.round, scope, reason)
 
     def finalize(self, nctx: NodeExecutionContext) -> None:
         self.task_handler.finalize(nctx)
@@ -101,4 +101,4 @@ class DynamicNodeHandler(NodeHandler):
         dag = load_dynamic_workflow(nctx.blobs, posixpath.join(nctx.output_dir, COMPILED_NAME))
         if dag is None:
             return None
-        return nctx.scope.child(dag, nctx.status, nctx.node.id, dynamic=True)
+        return nctx.dag_scope.child(dag, nctx.status, nctx.node.id, dynamic=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from flyteidl.core import execution_pb2, literals_pb2, tasks_pb2, workflow_pb2
 from flyteidl.event import event_pb2
@@ -18,6 +18,9 @@ from flyteidl.event import event_pb2
 from flytelite.propeller.execution_context import ExecutionRound
 from flytelite.propeller.scope import DagScope
 from flytelite.propeller.status import ErrorInfo, NodeStatus
+
+if TYPE_CHECKING:
+    from flytelite.propeller.node_executor import DagOutcome
 
 
 class EPhase(Enum):
@@ -66,6 +69,27 @@ class PhaseInfo:
                               EPhase.SKIP, EPhase.RECOVERED)
 
 
+class SubNodeExecutor(Protocol):
+    """What handlers of nested kinds call back into: the NodeExecutor, which moves their children through
+    the same steps as top-level nodes (FlytePropeller hands its nested handlers its interfaces.Node)."""
+
+    def walk_dag(self, rnd: ExecutionRound, scope: DagScope) -> DagOutcome:
+        """One pass over a nested scope's nodes (branch, subworkflow, dynamic)."""
+        ...
+
+    def abort_dag(self, rnd: ExecutionRound, scope: DagScope, reason: str, node_ids: list[str] | None = None) -> None:
+        """Abort a nested scope's active nodes (or only `node_ids`)."""
+        ...
+
+    def handle_node(self, rnd: ExecutionRound, node_id: str, scope: DagScope | None = None) -> bool:
+        """Move one node of a scope along (a subworkflow's failure node)."""
+        ...
+
+    def handle_subnode(self, nctx: NodeExecutionContext, handler: NodeHandler) -> None:
+        """Move a node that is in no DAG along (an array item)."""
+        ...
+
+
 @dataclass
 class NodeExecutionContext:
     round: ExecutionRound
@@ -74,12 +98,26 @@ class NodeExecutionContext:
     # The level of the node tree the node is in (None: the workflow's top level), and the NodeExecutor
     # walking it (handlers of nested kinds hand their children back to it).
     scope: DagScope | None = None
-    executor: Any = None
+    executor: SubNodeExecutor | None = None
 
     @property
     def node_id(self) -> str:
         """The node execution id admin knows: the spec id at the top level, derived from the parents' when nested."""
         return self.scope.unique_id(self.node.id) if self.scope is not None else self.node.id
+
+    @property
+    def nested(self) -> SubNodeExecutor:
+        """The executor, for handlers of nested kinds (every context the NodeExecutor builds has one)."""
+        if self.executor is None:
+            raise RuntimeError(f"node {self.node_id} was handed no node executor to run its children with")
+        return self.executor
+
+    @property
+    def dag_scope(self) -> DagScope:
+        """The scope, for handlers of nested kinds: their children's scope nests in it."""
+        if self.scope is None:
+            raise RuntimeError(f"node {self.node_id} was handed no scope to nest its children's in")
+        return self.scope
 
     @property
     def attempt(self) -> int:

@@ -42,12 +42,12 @@ class SubworkflowHandler(NodeHandler):
                                      f"in the compiled workflow of node {nctx.node_id}", kind=SYSTEM)
         st = nctx.status
         if st.workflow_phase != FAILING:
-            outcome = nctx.executor.walk_dag(nctx.round, scope)
+            outcome = nctx.nested.walk_dag(nctx.round, scope)
             if outcome.error is None:
                 return copy_end_outputs(nctx, scope, "Subworkflow") if outcome.complete else PhaseInfo.running()
             # The subworkflow failed: stop what else it runs, once, and fail it as a workflow fails. As in
             # Flyte the node reports running meanwhile; its failure node starts in the next round, at once.
-            nctx.executor.abort_dag(nctx.round, scope, ABORT_REASON)
+            nctx.nested.abort_dag(nctx.round, scope, ABORT_REASON)
             st.workflow_phase, st.workflow_error = FAILING, outcome.error
             nctx.round.requeue_now = True
             return PhaseInfo.running()
@@ -57,11 +57,12 @@ class SubworkflowHandler(NodeHandler):
         """Run the subworkflow's own failure node, if it has one; then the node fails
         (FlytePropeller's HandleFailingSubWorkflow and HandleFailureNodeOfSubWorkflow)."""
         original = nctx.status.workflow_error
+        assert original is not None, "a failing subworkflow keeps the error it failed with"
         failure = scope.dag.failure_node
         if failure is None:
             return PhaseInfo(EPhase.FAILED, reason=original.message, error=original)
-        done, error = run_failure_node(nctx.executor, nctx.round, scope, failure, original)
-        if not done:
+        done, error = run_failure_node(nctx.nested, nctx.round, scope, failure, original)
+        if not done or error is None:  # done comes with the error to fail with
             return PhaseInfo.running()
         if scope.status(failure.id).phase == NodePhase.FAILED:
             # The failure node's error masks the subworkflow's. (A timed-out one does not, as in Flyte.)
@@ -74,15 +75,15 @@ class SubworkflowHandler(NodeHandler):
             return
         if nctx.status.workflow_phase == FAILING and scope.dag.failure_node is not None:
             # The subworkflow's own nodes were aborted when it failed; only its failure node may still run.
-            nctx.executor.abort_dag(nctx.round, scope, reason, [scope.dag.failure_node.id])
+            nctx.nested.abort_dag(nctx.round, scope, reason, [scope.dag.failure_node.id])
         else:
-            nctx.executor.abort_dag(nctx.round, scope, reason)
+            nctx.nested.abort_dag(nctx.round, scope, reason)
 
     def child_scope(self, nctx: NodeExecutionContext) -> DagScope | None:
-        dag = nctx.scope.subworkflow(nctx.node.workflow_node.sub_workflow_ref)
+        dag = nctx.dag_scope.subworkflow(nctx.node.workflow_node.sub_workflow_ref)
         if dag is None:
             return None
-        return nctx.scope.child(dag, nctx.status, nctx.node.id, inputs_uri=nctx.input_uri)
+        return nctx.dag_scope.child(dag, nctx.status, nctx.node.id, inputs_uri=nctx.input_uri)
 
 
 def copy_end_outputs(nctx: NodeExecutionContext, scope: DagScope, what: str) -> PhaseInfo:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import posixpath
 
-from flyteidl.core import catalog_pb2, execution_pb2
+from flyteidl.core import catalog_pb2, execution_pb2, tasks_pb2
 from flyteidl.event import event_pb2
 
 from flytelite.catalog import MAX_HEARTBEAT_INTERVAL, is_cacheable
@@ -49,7 +49,7 @@ class TaskHandler(NodeHandler):
         if tstatus is None:
             tstatus = nctx.status.task = TaskStatus()
         rnd = nctx.round
-        cache_run = _cache_run(nctx) if is_cacheable(task) else None
+        cache_run = _cache_run(nctx, task) if is_cacheable(task) else None
         cached: event_pb2.TaskNodeMetadata | None = None
         if cache_run is not None:
             state = task_cache.CacheState.from_dict(tstatus.cache)
@@ -68,7 +68,7 @@ class TaskHandler(NodeHandler):
                 nctx.status.message = task_cache.WAITING_REASON
                 return PhaseInfo(EPhase.QUEUED, reason=task_cache.WAITING_REASON, task_node_metadata=check.metadata)
             cached = check.metadata
-        tctx = self._task_context(nctx, tstatus)
+        tctx = self._task_context(nctx, tstatus, task)
         info = plugin.handle(tctx)
         if info.requeue_now:
             rnd.requeue_now = True
@@ -111,7 +111,7 @@ class TaskHandler(NodeHandler):
             plugin = self.plugins.get(task.type, nctx.round.key)
         except PluginNotFound:
             return
-        plugin.abort(self._task_context(nctx, tstatus))
+        plugin.abort(self._task_context(nctx, tstatus, task))
         if tstatus.phase not in (TaskPhase.SUCCEEDED, TaskPhase.FAILED, TaskPhase.ABORTED):
             self._report(nctx, tstatus, task, TaskPhase.ABORTED, 0, reason=reason, plugin_id=plugin.id,
                          error=execution_pb2.ExecutionError(code="TaskAborted", message=reason, kind=USER))
@@ -128,16 +128,16 @@ class TaskHandler(NodeHandler):
             plugin = self.plugins.get(task.type, nctx.round.key)
         except PluginNotFound:
             return
-        plugin.finalize(self._task_context(nctx, tstatus))
+        plugin.finalize(self._task_context(nctx, tstatus, task))
 
     def cache_heartbeat(self, nctx: NodeExecutionContext) -> None:
         """Keep a cache-serialized node's reservation while the node runs on past its task (a dynamic
         node's children): call on every evaluation until the node ends."""
-        tstatus = nctx.status.task
-        if tstatus is None or not tstatus.cache or nctx.task is None:
+        tstatus, task = nctx.status.task, nctx.task
+        if tstatus is None or not tstatus.cache or task is None:
             return
         state = task_cache.CacheState.from_dict(tstatus.cache)
-        check = task_cache.before_run(_cache_run(nctx), state)
+        check = task_cache.before_run(_cache_run(nctx, task), state)
         tstatus.cache = state.to_dict()
         if check.recheck_after is not None:
             nctx.round.requeue_in(check.recheck_after)
@@ -149,15 +149,16 @@ class TaskHandler(NodeHandler):
         if tstatus is None or task is None or not is_cacheable(task):
             return None
         state = task_cache.CacheState.from_dict(tstatus.cache)
-        metadata = task_cache.after_success(_cache_run(nctx), state)
+        metadata = task_cache.after_success(_cache_run(nctx, task), state)
         tstatus.cache = state.to_dict()
         return metadata
 
-    def _task_context(self, nctx: NodeExecutionContext, tstatus: TaskStatus) -> TaskExecutionContext:
+    def _task_context(self, nctx: NodeExecutionContext, tstatus: TaskStatus,
+                      task: tasks_pb2.TaskTemplate) -> TaskExecutionContext:
         rnd = nctx.round
         return TaskExecutionContext(
             ctx=rnd.ctx, key=rnd.key, spec=rnd.spec, workflow_id=rnd.workflow.id, node_id=nctx.node_id,
-            attempt=nctx.attempt, task=nctx.task, input_uri=nctx.input_uri, output_prefix=nctx.output_dir,
+            attempt=nctx.attempt, task=task, input_uri=nctx.input_uri, output_prefix=nctx.output_dir,
             state=tstatus.plugin, wake=rnd.wake,
         )
 
@@ -176,7 +177,7 @@ class TaskHandler(NodeHandler):
         tstatus.phase, tstatus.phase_version = phase, version
 
 
-def _cache_run(nctx: NodeExecutionContext) -> task_cache.CacheRun:
+def _cache_run(nctx: NodeExecutionContext, task: tasks_pb2.TaskTemplate) -> task_cache.CacheRun:
     rnd = nctx.round
     engine = rnd.ctx.config.engine
     # A reservation lasts three heartbeats: at least half a lease each, so that a reservation of a replica
@@ -184,17 +185,17 @@ def _cache_run(nctx: NodeExecutionContext) -> task_cache.CacheRun:
     # it, instead of letting another execution compute the same key again.
     heartbeat = min(max(engine.resync_seconds, engine.lease_seconds / 2), MAX_HEARTBEAT_INTERVAL.total_seconds())
     return task_cache.CacheRun(
-        ctx=rnd.ctx, task=nctx.task, outputs_uri=nctx.outputs_uri, execution_id=rnd.exec_id,
+        ctx=rnd.ctx, task=task, outputs_uri=nctx.outputs_uri, execution_id=rnd.exec_id,
         inputs=nctx.read_inputs,  # an array item's own values, not the array node's lists
         node_id=nctx.node_id, attempt=nctx.attempt, overwrite=rnd.spec.overwrite_cache, heartbeat_seconds=heartbeat,
     )
 
 
 def _release_cache(nctx: NodeExecutionContext) -> None:
-    tstatus = nctx.status.task
-    if tstatus is not None and tstatus.cache and nctx.task is not None:
+    tstatus, task = nctx.status.task, nctx.task
+    if tstatus is not None and tstatus.cache and task is not None:
         state = task_cache.CacheState.from_dict(tstatus.cache)
-        task_cache.release(_cache_run(nctx), state)
+        task_cache.release(_cache_run(nctx, task), state)
         tstatus.cache = state.to_dict()
 
 

@@ -95,8 +95,8 @@ class CacheState:
     # CatalogKey fields once computed (the inputs are hashed once per attempt).
     key: dict[str, str] | None = None
     # flyteidl CatalogCacheStatus of the lookup (then of the put).
-    status: int = CacheStatus.CACHE_DISABLED
-    reservation: int = ReservationStatus.RESERVATION_DISABLED
+    status: CacheStatus = CacheStatus.CACHE_DISABLED
+    reservation: ReservationStatus = ReservationStatus.RESERVATION_DISABLED
     # True while this attempt holds the key's reservation (release it when the attempt ends).
     held: bool = False
     # True once before_run said RUN: from then on it only heartbeats, it never looks again.

@@ -75,11 +75,11 @@ def _write_literal(blobs: BlobStore, lit: literals_pb2.Literal, path: Path):
         return values, literals_pb2.Literal(collection=out)
     if kind == "map":
         path.mkdir(parents=True, exist_ok=True)
-        values, out = {}, literals_pb2.LiteralMap()
+        by_key, out_map = {}, literals_pb2.LiteralMap()
         for key, item in lit.map.literals.items():
-            values[key], rewritten = _write_literal(blobs, item, path / key)
-            out.literals[key].CopyFrom(rewritten)
-        return values, literals_pb2.Literal(map=out)
+            by_key[key], rewritten = _write_literal(blobs, item, path / key)
+            out_map.literals[key].CopyFrom(rewritten)
+        return by_key, literals_pb2.Literal(map=out_map)
     if kind != "scalar":
         raise ValueError(f"a {kind} literal cannot be given to a raw container")
     value, scalar = _write_scalar(blobs, lit.scalar, path)

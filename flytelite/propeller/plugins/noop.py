@@ -44,12 +44,13 @@ def zero_literal(lt: types_pb2.LiteralType) -> literals_pb2.Literal:
 
 
 def _zero_scalar(simple: int) -> literals_pb2.Literal:
-    primitive = {
+    zeros: dict[int, literals_pb2.Primitive] = {
         _SIMPLE.INTEGER: literals_pb2.Primitive(integer=0),
         _SIMPLE.FLOAT: literals_pb2.Primitive(float_value=0.0),
         _SIMPLE.STRING: literals_pb2.Primitive(string_value=""),
         _SIMPLE.BOOLEAN: literals_pb2.Primitive(boolean=False),
-    }.get(simple)
+    }
+    primitive = zeros.get(simple)
     if primitive is not None:
         return literals_pb2.Literal(scalar=literals_pb2.Scalar(primitive=primitive))
     if simple == _SIMPLE.NONE:

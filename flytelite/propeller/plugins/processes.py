@@ -139,20 +139,22 @@ class ExitWatcher:
         return pid in self._fds
 
     def _register(self, pid: int, fd: int, on_exit: Callable[[], None]) -> None:
+        loop = self._loop
+        assert loop is not None, "watch() schedules this on the bound loop"
         old = self._fds.pop(pid, None)
         if old is not None:
-            self._loop.remove_reader(old)
+            loop.remove_reader(old)
             os.close(old)
         self._fds[pid] = fd
 
         def fire() -> None:
-            self._loop.remove_reader(fd)
+            loop.remove_reader(fd)
             if self._fds.get(pid) == fd:
                 del self._fds[pid]
             os.close(fd)
             on_exit()
 
-        self._loop.add_reader(fd, fire)
+        loop.add_reader(fd, fire)
 
     def close(self) -> None:
         for fd in self._fds.values():

@@ -50,13 +50,13 @@ class PluginRegistry:
                     raise PluginNotFound(f"the configuration sends task type {task_type!r} to the {name} plugin, "
                                          f"which runs task types {', '.join(plugin.task_types)}")
                 return plugin
-        plugin = self._by_type.get(task_type) or self.agents
-        if plugin is None:
+        found = self._by_type.get(task_type) or self.agents
+        if found is None:
             raise PluginNotFound(
                 f"no plugin runs tasks of type {task_type!r}; flytelite runs task types "
                 f"{', '.join(sorted(self._by_type))}"
             )
-        return plugin
+        return found
 
     def setup(self, loop) -> None:
         for plugin in self.plugins:
@@ -72,7 +72,7 @@ def default_plugins(ctx) -> PluginRegistry:
     from flytelite.propeller.plugins.echo import EchoPlugin
     from flytelite.propeller.plugins.local_process import LocalProcessPlugin
 
-    routed = {}
+    routed: dict[str, Plugin] = {}
     if ctx.config.uses_kubernetes:
         from flytelite.propeller.plugins.kubernetes.plugin import KubernetesPlugin
 

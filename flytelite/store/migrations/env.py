@@ -1,12 +1,15 @@
 """Alembic environment: runs migrations on the engine flytelite hands over (or the URL given)."""
 
+from typing import cast
+
 from alembic import context
 from sqlalchemy import create_engine
 
 from flytelite.store.models import Base
 
 config = context.config
-engine = config.attributes.get("engine") or create_engine(config.get_main_option("sqlalchemy.url"))
+# flytelite's migrations (store/db.py) hand over an engine or set the URL.
+engine = config.attributes.get("engine") or create_engine(cast(str, config.get_main_option("sqlalchemy.url")))
 
 with engine.connect() as connection:
     context.configure(

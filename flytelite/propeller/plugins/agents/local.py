@@ -110,6 +110,7 @@ class LocalAgentServers:
                 raise AgentServerFailed(server.error)
             if server is not None and server.support is not None:
                 # It was up and has died since: start another.
+                assert server.proc is not None, "a server that answered was started"
                 log.warning("the agent server of %s (pid %d) exited with %s; starting it again", interpreter,
                             server.proc.pid, server.proc.returncode)
                 server = None
@@ -171,6 +172,7 @@ class LocalAgentServers:
         return proc
 
     def _wait_ready(self, server: LocalAgentServer, proc: subprocess.Popen) -> None:
+        assert server.deployment is not None, "_start sets the deployment before it waits"
         client = AgentClient(AgentDeployment(endpoint=server.deployment.endpoint, default_timeout_seconds=1.0))
         deadline = time.monotonic() + self.start_seconds
         try:
@@ -210,6 +212,7 @@ def _stop(proc: subprocess.Popen) -> None:
     if proc.poll() is not None:
         return
     try:
+        assert proc.stdin is not None, "agent servers start with stdin=PIPE"
         proc.stdin.close()
         proc.wait(STOP_GRACE_SECONDS)
         return

@@ -85,9 +85,11 @@ class AgentRouter:
             server = self.local.lookup(interpreter, wake)
             if server is None:
                 return None
-            if task_type in server.support.agents:
-                return AgentRoute(server.deployment, server.support.agents[task_type], str(server.log_path))
-            served = sorted(server.support.agents)
+            support, deployment = server.support, server.deployment
+            assert support is not None and deployment is not None, "lookup() answers a running server"
+            if task_type in support.agents:
+                return AgentRoute(deployment, support.agents[task_type], str(server.log_path))
+            served = sorted(support.agents)
         if self.cfg.default_agent.endpoint:
             return AgentRoute(self.cfg.default_agent, False)
         where = (f"the agent server `pyflyte serve agent` in the task's environment ({interpreter}) serves "

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Callable
 from datetime import datetime, timezone
 
 from flyteidl.core import execution_pb2
@@ -54,11 +55,11 @@ class KubernetesPlugin(Plugin):
         self.informer = PodInformer(self.api, self._changed)
         self._lock = threading.Lock()
         # Who to wake when a pod changes: the execution of each pod an attempt is waiting on.
-        self._wakes: dict[PodKey, object] = {}
+        self._wakes: dict[PodKey, Callable[[float | None], None]] = {}
         # Pods created and not yet seen finished (the max_pods_in_flight count).
         self._in_flight: set[PodKey] = set()
         # Attempts waiting for room under max_pods_in_flight, by pod name: woken when a pod finishes.
-        self._waiting_for_room: dict[str, object] = {}
+        self._waiting_for_room: dict[str, Callable[[float | None], None]] = {}
         self.namespaces = Namespaces(self.api, self.cfg.create_namespaces)
 
     def setup(self, loop) -> None:

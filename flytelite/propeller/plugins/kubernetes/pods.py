@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import copy
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from flyteidl.core import security_pb2, tasks_pb2
@@ -42,7 +42,7 @@ Render = Callable[[list[str]], list[str]]
 
 
 def build_pod(tctx: TaskExecutionContext, cfg: KubernetesConfig, render: Render, env: dict[str, str],
-              namespace: str, base_template: Pod | None = None, host_mounts: list[str] = (),
+              namespace: str, base_template: Pod | None = None, host_mounts: Sequence[str] = (),
               store_root: str = "") -> Pod:
     """The pod manifest of this attempt, its primary container's command rendered by `render`, with `env`
     (a raw container's also gets helpers reading and writing the blob store at `store_root`)."""
@@ -201,7 +201,7 @@ def _metadata(tctx: TaskExecutionContext, name: str, namespace: str, primary_nam
     return {"name": name, "namespace": namespace, "labels": labels, "annotations": annotations}
 
 
-def _mount_host_paths(spec: dict, paths: list[str]) -> None:
+def _mount_host_paths(spec: dict, paths: Sequence[str]) -> None:
     """Host folders at the same path in every container (a single-node cluster on the server's machine)."""
     if not paths:
         return

@@ -40,7 +40,7 @@ def patch_image_spec(module) -> None:
         except Exception:  # noqa: BLE001 - a spec whose name cannot be computed here is not this image
             return False
 
-    is_container._flytelite = True
+    is_container._flytelite = True  # type: ignore[attr-defined]  # a marker on the function object
     spec_class.is_container = is_container
 
 
@@ -100,6 +100,7 @@ def _run_next_sitecustomize() -> None:
         candidate = os.path.join(entry, "sitecustomize.py")
         if os.path.isfile(candidate):
             spec = importlib.util.spec_from_file_location("_next_sitecustomize", candidate)
+            assert spec is not None and spec.loader is not None, "a .py file has a spec with a loader"
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
             return
