@@ -32,7 +32,7 @@ CONFIG_KEY = "raw_container_images"
 
 class RawContainerPlugin(LocalProcessPlugin):
     id = "raw-container"
-    task_types = ("raw-container",)  # type: ignore[assignment]  # until local_process.py (perf branch) declares tuple[str, ...]
+    task_types = ("raw-container",)
     flytekit_entrypoint_only = False
 
     def __init__(self, ctx: Context):

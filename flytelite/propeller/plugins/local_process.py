@@ -58,7 +58,7 @@ class LocalProcessPlugin(Plugin):
     id = "local-process"
     # Besides python-task: flytekit task types that run flytekit's own entrypoint in their image (SQLite3Task,
     # eager workflows' failure handler). Raw containers have their own plugin (plugins/container.py).
-    task_types = ("python-task", "container", "sqlite", "eager_failure_handler_task")
+    task_types: tuple[str, ...] = ("python-task", "container", "sqlite", "eager_failure_handler_task")
     # Refuse containers that do not run a flytekit entrypoint (a subclass may run any command).
     flytekit_entrypoint_only = True
 
@@ -286,7 +286,7 @@ class LocalProcessPlugin(Plugin):
         st = tctx.state
         target = None
         with self._lock:
-            proc = self._children.get(st.get("marker"))
+            proc = self._children.get(st.get("marker", ""))
             prepared_here = st.get("marker") in self._prepared
         if st.get("status") == "running":
             target = (st["pid"], st.get("start_time"))
@@ -321,7 +321,7 @@ class LocalProcessPlugin(Plugin):
         if st.get("status") in (None, "launching", "running"):
             return
         with self._lock:
-            proc = self._children.pop(st.get("marker"), None)
+            proc = self._children.pop(st.get("marker", ""), None)
         if proc is not None:
             proc.poll()
         if st.get("work_dir"):

@@ -191,7 +191,7 @@ class _Baseline:
         _forget_finders()
         logging.root.setLevel(self.root_logging[0])
         logging.root.handlers[:] = self.root_logging[1]
-        warnings.filters[:] = self.warning_filters
+        warnings.filters[:] = self.warning_filters  # type: ignore[index]  # a list at run time
         warnings._filters_mutated()  # type: ignore[attr-defined]
         for (owner, name), saved in self.restored.items():
             setattr(owner, name, _copy_structure(saved))

@@ -55,7 +55,7 @@ def _site_dirs() -> dict[str, int | None]:
     dirs = {*getattr(site, "getsitepackages", list)(), sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}
     if site.ENABLE_USER_SITE:
         dirs.add(site.getusersitepackages())  # on sys.path only if it existed now: watched even if missing
-    seen = {}
+    seen: dict[str, int | None] = {}
     for path in sorted(dirs):
         try:
             seen[path] = os.stat(path).st_mtime_ns
@@ -86,8 +86,9 @@ child = _load_child()
 class Worker:
     """A child serving one group's items over its control socket (None once retired)."""
 
-    def __init__(self, pid: int, sock: socket.socket, group: str, started: int | None):
-        self.pid, self.sock, self.group, self.start_time = pid, sock, group, started
+    def __init__(self, pid: int, sock: socket.socket, group: str | None, started: int | None):
+        self.pid, self.group, self.start_time = pid, group, started
+        self.sock: socket.socket | None = sock
         self.idle_since = 0.0
         self.buffer = b""
 
@@ -171,6 +172,8 @@ class Zygote:
 
     def hand_over(self, worker: Worker, request: dict) -> None:
         try:
+            if worker.sock is None:  # retired meanwhile (idle_worker only gives live ones)
+                raise OSError("the worker was retired")
             child.write_pid_file(request["pid_file"], worker.pid, worker.start_time)
             worker.sock.sendall(json.dumps(request).encode() + b"\n")
         except OSError:
@@ -203,7 +206,7 @@ class Zygote:
             try:
                 os.close(session_r)
                 self.become_child()
-                if group:
+                if ours is not None and theirs is not None:  # a worker of its group
                     ours.close()
                     code = child.serve_items(request, session_w, theirs)
                 else:
@@ -217,7 +220,7 @@ class Zygote:
         # Read while the child cannot have been reaped yet (it is ours until reap() runs). The pid file is
         # written before the server hears of the pid: a server that crashes now finds the child by it.
         started = child.start_time(pid)
-        if group:
+        if ours is not None and theirs is not None:
             theirs.close()
             self.workers[pid] = Worker(pid, ours, group, started)
             self.selector.register(ours, selectors.EVENT_READ, self.workers[pid])
