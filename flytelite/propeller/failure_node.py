@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from flyteidl.core import execution_pb2, literals_pb2, types_pb2, workflow_pb2
 
 from flytelite.propeller.execution_context import ExecutionRound
-from flytelite.propeller.phases import NODE_FAILED, NODE_PASSED, NodePhase
+from flytelite.propeller.phases import NODE_FAILED, NODE_PASSED, NodeStatusPhase
 from flytelite.propeller.scope import DagScope
 from flytelite.propeller.status import ErrorInfo
 
@@ -67,7 +67,7 @@ def run_failure_node(nodes: SubNodeExecutor, rnd: ExecutionRound, scope: DagScop
     if st.phase not in NODE_PASSED and st.phase not in NODE_FAILED:
         scope.failure_error = error
         nodes.handle_node(rnd, node.id, scope)
-    if st.phase == NodePhase.TIMED_OUT:
+    if st.phase == NodeStatusPhase.TIMED_OUT:
         return True, ErrorInfo("TimedOut", "FailureNode Timed-out", execution_pb2.ExecutionError.USER)
     if st.phase in NODE_FAILED:
         return True, st.error or ErrorInfo("FailureNodeFailed", f"failure node {scope.unique_id(node.id)} failed",

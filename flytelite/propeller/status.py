@@ -15,7 +15,7 @@ from typing import Any
 from flyteidl.core import execution_pb2
 
 from flytelite.idl.enums import as_enum
-from flytelite.propeller.phases import NodePhase, WorkflowPhase
+from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
 
 
 def iso(dt: datetime | None) -> str | None:
@@ -77,7 +77,7 @@ class TaskStatus:
 
 @dataclass
 class NodeStatus:
-    phase: int = NodePhase.NOT_YET_STARTED
+    phase: int = NodeStatusPhase.NOT_YET_STARTED
     # The current attempt number (0-based); bumped on every retry, user or system.
     attempts: int = 0
     system_failures: int = 0
@@ -119,7 +119,7 @@ class NodeStatus:
 
 @dataclass
 class WorkflowStatus:
-    phase: int = WorkflowPhase.READY
+    phase: int = WorkflowStatusPhase.READY
     started_at: str | None = None
     stopped_at: str | None = None
     message: str = ""

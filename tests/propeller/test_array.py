@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from flytelite.propeller.phases import WorkflowPhase
+from flytelite.propeller.phases import WorkflowStatusPhase
 from flytelite.store.models import FlyteWorkflow
 from tests.propeller import harness as h
 from tests.propeller.array_flows import (
@@ -31,7 +31,7 @@ def test_items_run_once_each_and_outputs_keep_item_order(tmp_path):
 
     status, sink = run_engine(ctx, plugin, key)
 
-    assert status.phase == WorkflowPhase.SUCCESS
+    assert status.phase == WorkflowStatusPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": [x * x for x in xs]}
     assert sorted(plugin.calls) == sorted((f"n0-n{i}", 0) for i in range(len(xs)))
     # Each item's environment names its index the way flytekit's map task reads it.
@@ -69,7 +69,7 @@ def test_partial_inputs_reach_every_item_whole(tmp_path):
 
     status, _ = run_engine(ctx, plugin, key)
 
-    assert status.phase == WorkflowPhase.SUCCESS
+    assert status.phase == WorkflowStatusPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": [10, 20, 30]}
     assert sorted(s["x"] for s in seen) == [1, 2, 3] and {s["factor"] for s in seen} == {10}
 
@@ -94,7 +94,7 @@ def test_concurrency_caps_items_running_at_once(tmp_path):
         release["go"] = True
 
     status, _ = run_engine(ctx, plugin, key, during=meanwhile)
-    assert status.phase == WorkflowPhase.SUCCESS
+    assert status.phase == WorkflowStatusPhase.SUCCESS
     assert plugin.max_running == 2
     assert h.outputs(ctx, key) == {"o0": [0, 1, 4, 9, 16, 25]}
 
@@ -118,7 +118,7 @@ def test_without_concurrency_items_share_the_executions_max_parallelism(tmp_path
         release["go"] = True
 
     status, _ = run_engine(ctx, plugin, key, during=meanwhile)
-    assert status.phase == WorkflowPhase.SUCCESS
+    assert status.phase == WorkflowStatusPhase.SUCCESS
     assert plugin.max_running == 3
     assert h.outputs(ctx, key) == {"o0": list(range(7))}
 
@@ -137,7 +137,7 @@ def test_failed_items_give_none_when_min_success_ratio_allows(tmp_path):
 
     status, sink = run_engine(ctx, plugin, key)
 
-    assert status.phase == WorkflowPhase.SUCCESS
+    assert status.phase == WorkflowStatusPhase.SUCCESS
     out = ctx.blobs.read_proto(f"{ctx.blobs.execution_dir(*key)}/end-node/data/0/outputs.pb",
                                __import__("flyteidl.core.literals_pb2", fromlist=["x"]).LiteralMap)
     values = out.literals["o0"].collection.literals
@@ -157,7 +157,7 @@ def test_too_many_failures_fail_the_node_with_the_items_errors(tmp_path):
 
     status, sink = run_engine(ctx, plugin, key)
 
-    assert status.phase == WorkflowPhase.FAILED
+    assert status.phase == WorkflowStatusPhase.FAILED
     err = h.workflow_error(sink)
     assert err.code == "ArrayNodeFailed"
     assert "at least 3 must succeed" in err.message
@@ -185,7 +185,7 @@ def test_items_retry_within_their_own_budget(tmp_path):
 
     status, sink = run_engine(ctx, plugin, key)
 
-    assert status.phase == WorkflowPhase.SUCCESS
+    assert status.phase == WorkflowStatusPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": [1, 4, 9]}
     assert ("n0-n1", 1) in plugin.calls and ("n0-n0", 1) not in plugin.calls
     # The retried item's outputs are read from its second attempt's dir.
@@ -205,7 +205,7 @@ def test_abort_stops_running_items(tmp_path):
             s.get(FlyteWorkflow, key).abort_cause = "terminated by a test"
 
     status, sink = run_engine(ctx, plugin, key, during=meanwhile)
-    assert status.phase == WorkflowPhase.ABORTED
+    assert status.phase == WorkflowStatusPhase.ABORTED
     assert sorted(plugin.aborted) == ["n0-n0", "n0-n1"] and not plugin.running
     last = sink.task_events("n0")[-1]
     assert last.phase == TaskPhase["ABORTED"]
@@ -245,7 +245,7 @@ def test_restart_resumes_without_rerunning_finished_items(tmp_path):
     release["go"] = True
     status, _ = run_engine(ctx, plugin, key)
 
-    assert status.phase == WorkflowPhase.SUCCESS
+    assert status.phase == WorkflowStatusPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": [0, 10, 20, 30, 40]}
     # Only the item that had not started ran after the restart; running ones were picked up, not restarted.
     assert plugin.calls[len(calls_before):] == [("n0-n4", 0)]
@@ -271,7 +271,7 @@ def test_node_fails_as_soon_as_success_is_out_of_reach(tmp_path):
 
     status, sink = run_engine(ctx, plugin, key, during=meanwhile)
 
-    assert status.phase == WorkflowPhase.FAILED
+    assert status.phase == WorkflowStatusPhase.FAILED
     # Item 1 was running and is stopped (item 0's failed attempt is cleaned up too); items 2 and 3 never start.
     assert sorted(plugin.aborted) == ["n0-n0", "n0-n1"] and not plugin.running
     assert {node for node, _ in plugin.calls} == {"n0-n0", "n0-n1"}

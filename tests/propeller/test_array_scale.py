@@ -8,7 +8,7 @@ import json
 import pytest
 from sqlalchemy import select
 
-from flytelite.propeller.phases import NodePhase, WorkflowPhase
+from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
 from flytelite.store.models import FlyteWorkflow, Task
 from tests.propeller import harness as h
 from tests.propeller.array_flows import (
@@ -31,7 +31,7 @@ def test_state_stays_small_for_many_items(tmp_path):
 
     status, sink = run_engine(ctx, plugin, key)
 
-    assert status.phase == WorkflowPhase.SUCCESS
+    assert status.phase == WorkflowStatusPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": list(range(n))}
     with ctx.db.session() as s:
         persisted = s.get(FlyteWorkflow, key).status_json
@@ -40,7 +40,7 @@ def test_state_stays_small_for_many_items(tmp_path):
     assert json.loads(persisted)["nodes"]["n0"]["array"]["running"] == {}
     # Far fewer task events than items: changes are batched per round.
     assert len(sink.task_events("n0")) < 10
-    assert status.nodes["n0"].phase == NodePhase.SUCCEEDED
+    assert status.nodes["n0"].phase == NodeStatusPhase.SUCCEEDED
 
 
 def test_min_successes_rules():
@@ -99,13 +99,13 @@ def test_items_are_cached_one_by_one(tmp_path):
     plugin = InProcessPlugin(functions_for(names, cached_square=lambda i, a: {"o0": i["x"] * i["x"]}))
     first = h.create_execution(ctx, closure, {"xs": [1, 2, 3]}, "cachedfirst")
     status, _ = run_engine(ctx, plugin, first)
-    assert status.phase == WorkflowPhase.SUCCESS and len(plugin.calls) == 3
+    assert status.phase == WorkflowStatusPhase.SUCCESS and len(plugin.calls) == 3
 
     # Items 0 and 1 have inputs computed before (in other positions): only item 2 runs.
     second = h.create_execution(ctx, closure, {"xs": [3, 2, 5]}, "cachedsecond")
     status, sink = run_engine(ctx, plugin, second)
 
-    assert status.phase == WorkflowPhase.SUCCESS
+    assert status.phase == WorkflowStatusPhase.SUCCESS
     assert h.outputs(ctx, second) == {"o0": [9, 4, 25]}
     assert plugin.calls[3:] == [("n0-n2", 0)]
     last = sink.task_events("n0")[-1]
@@ -146,7 +146,7 @@ def test_an_empty_list_gives_empty_outputs(tmp_path):
 
     status, sink = run_engine(ctx, plugin, key)
 
-    assert status.phase == WorkflowPhase.SUCCESS
+    assert status.phase == WorkflowStatusPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": []}
     assert plugin.calls == []
     assert [e.phase for e in sink.task_events("n0")] == [1, 3]  # QUEUED, SUCCEEDED
@@ -158,10 +158,10 @@ def test_lists_of_different_lengths_fail_the_node(tmp_path):
     plugin = InProcessPlugin(functions_for(names, pair_sum=lambda i, a: {"o0": i["a"] + i["b"]}))
     ok = h.create_execution(ctx, closure, {"xs": [1, 2], "ys": [10, 20]}, "pairs")
     status, _ = run_engine(ctx, plugin, ok)
-    assert status.phase == WorkflowPhase.SUCCESS and h.outputs(ctx, ok) == {"o0": [11, 22]}
+    assert status.phase == WorkflowStatusPhase.SUCCESS and h.outputs(ctx, ok) == {"o0": [11, 22]}
 
     bad = h.create_execution(ctx, closure, {"xs": [1, 2, 3], "ys": [10, 20]}, "badpairs")
     status, sink = run_engine(ctx, plugin, bad)
-    assert status.phase == WorkflowPhase.FAILED
+    assert status.phase == WorkflowStatusPhase.FAILED
     err = h.workflow_error(sink)
     assert err.code == "InvalidArrayLength" and "input arrays have different lengths" in err.message

@@ -18,7 +18,7 @@ from flytelite.compiler import compile_workflow
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.nodes.registry import default_handlers
 from flytelite.propeller.nodes.task_cache import WAITING_REASON
-from flytelite.propeller.phases import NodePhase, WorkflowPhase
+from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
 from flytelite.store.models import CatalogReservation
 from tests.catalog.helpers import ManualClock
 from tests.propeller import harness as h
@@ -82,7 +82,7 @@ def run_one_by_one(ctx, plugin, executions) -> h.RecordingSink:
             for closure, inputs, name, fields in executions:
                 key = h.create_execution(ctx, closure, inputs, name, **fields)
                 status = await h.run_to_completion(engine, ctx, key)
-                assert status.phase == WorkflowPhase.SUCCESS, status.error
+                assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
         finally:
             await engine.stop()
 
@@ -107,7 +107,7 @@ def task_events(sink, name: str, node_id: str = "n0") -> list:
 def waiting(ctx, key) -> bool:
     """True while node n0 of the execution waits on someone else's cache reservation."""
     node = h.load(ctx, key)[1].nodes.get("n0")
-    return (node is not None and node.phase == NodePhase.QUEUED and node.message == WAITING_REASON
+    return (node is not None and node.phase == NodeStatusPhase.QUEUED and node.message == WAITING_REASON
             and node.task.cache.get("reservation") == Reservation.RESERVATION_EXISTS)
 
 
@@ -222,7 +222,7 @@ def test_serialized_runs_compute_once_and_the_waiter_hits(tmp_path):
             engine.notify(owner)
             for key in (owner, waiter):
                 status = await h.run_to_completion(engine, ctx, key, timeout=30)
-                assert status.phase == WorkflowPhase.SUCCESS
+                assert status.phase == WorkflowStatusPhase.SUCCESS
         finally:
             await engine.stop()
 
@@ -263,7 +263,7 @@ def test_a_crashed_owners_reservation_expires_and_a_waiter_takes_over(tmp_path):
             assert waiting(ctx, key) and plugin.calls == []
             clock.advance(3 * 2.0 + 0.1)  # three missed heartbeats
             status = await h.run_to_completion(engine, ctx, key, timeout=30)
-            assert status.phase == WorkflowPhase.SUCCESS
+            assert status.phase == WorkflowStatusPhase.SUCCESS
         finally:
             await engine.stop()
 
@@ -294,7 +294,7 @@ def test_a_failed_owner_frees_the_key_and_caches_nothing(tmp_path):
             await engine.stop()
 
     status = asyncio.run(go())
-    assert status.phase == WorkflowPhase.FAILED
+    assert status.phase == WorkflowStatusPhase.FAILED
     assert Catalog(ctx).list() == []
     with ctx.db.session() as s:
         assert s.query(CatalogReservation).count() == 0
@@ -364,6 +364,6 @@ def test_cached_task_without_cache_version_fails_the_node_saying_so(tmp_path):
             await engine.stop()
 
     status = asyncio.run(go())
-    assert status.phase == WorkflowPhase.FAILED and plugin.calls == []
+    assert status.phase == WorkflowStatusPhase.FAILED and plugin.calls == []
     error = status.nodes["n0"].error
     assert error.code == "CacheKeyError" and "has no cache_version" in error.message

@@ -9,7 +9,7 @@ from pathlib import Path
 from flyteidl.core import literals_pb2
 
 from flytelite.propeller.engine import Engine
-from flytelite.propeller.phases import NodePhase, WorkflowPhase
+from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
 from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.local_process import LocalProcessPlugin
 from flytelite.store.models import FlyteWorkflow
@@ -47,7 +47,7 @@ def markers(path: Path, name: str) -> list[str]:
 
 def test_tasks_run_as_processes_and_produce_workflow_outputs(tmp_path):
     ctx, key, sink, status, _ = run_workflow(tmp_path, ft.add_then_square, {"a": 2, "b": 3}, "ok")
-    assert status.phase == WorkflowPhase.SUCCESS
+    assert status.phase == WorkflowStatusPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": 25}
     assert sink.node_phases("n0") == ["QUEUED", "RUNNING", "SUCCEEDED"]
     assert sink.task_phases("n0") == [(0, "QUEUED"), (0, "RUNNING"), (0, "SUCCEEDED")]
@@ -69,7 +69,7 @@ def test_tasks_run_as_processes_and_produce_workflow_outputs(tmp_path):
 
 def test_user_error_fails_with_the_users_message_and_no_retry(tmp_path):
     ctx, key, sink, status, _ = run_workflow(tmp_path, ft.failing_wf, {"x": 3}, "userr")
-    assert status.phase == WorkflowPhase.FAILED
+    assert status.phase == WorkflowStatusPhase.FAILED
     err = h.workflow_error(sink)
     assert "x must be negative, got 3" in err.message and err.kind == 1  # USER
     assert sink.task_phases("n0")[-1] == (0, "FAILED")
@@ -79,7 +79,7 @@ def test_user_error_fails_with_the_users_message_and_no_retry(tmp_path):
 def test_recoverable_user_errors_are_retried(tmp_path):
     marks = tmp_path / "marks"
     ctx, key, sink, status, _ = run_workflow(tmp_path, ft.flaky_wf, {"marker_dir": str(marks)}, "flaky")
-    assert status.phase == WorkflowPhase.SUCCESS, status.error
+    assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
     assert h.outputs(ctx, key) == {"o0": 2}
     assert [line.split()[1] for line in markers(marks, "flaky")] == ["0", "1", "2"]
     phases = sink.task_phases("n0")
@@ -91,7 +91,7 @@ def test_recoverable_user_errors_are_retried(tmp_path):
 def test_killed_process_is_a_system_error_and_is_retried(tmp_path):
     marks = tmp_path / "marks"
     ctx, key, sink, status, _ = run_workflow(tmp_path, ft.dies_once_wf, {"marker_dir": str(marks)}, "killed")
-    assert status.phase == WorkflowPhase.SUCCESS, status.error
+    assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
     assert h.outputs(ctx, key) == {"o0": 1}
     assert status.nodes["n0"].system_failures == 1
     failed = [e for e in sink.task_events("n0") if e.phase == 5][0]
@@ -102,8 +102,8 @@ def test_killed_process_is_a_system_error_and_is_retried(tmp_path):
 def test_timeout_kills_the_process_and_times_out_the_node(tmp_path):
     marks = tmp_path / "marks"
     ctx, key, sink, status, took = run_workflow(tmp_path, ft.too_slow_wf, {"marker_dir": str(marks)}, "slow")
-    assert status.phase == WorkflowPhase.FAILED
-    assert status.nodes["n0"].phase == NodePhase.TIMED_OUT
+    assert status.phase == WorkflowStatusPhase.FAILED
+    assert status.nodes["n0"].phase == NodeStatusPhase.TIMED_OUT
     assert sink.node_phases("n0")[-1] == "TIMED_OUT"
     assert sink.task_phases("n0")[-1] == (0, "ABORTED")
     err = h.workflow_error(sink)
@@ -126,7 +126,7 @@ def test_abort_kills_running_process_and_reports_aborted(tmp_path):
 
     ctx, key, sink, status, took = run_workflow(
         tmp_path, ft.restart_wf, {"marker_dir": str(marks), "seconds": 60.0}, "abort", during=terminate_when_sleeping)
-    assert status.phase == WorkflowPhase.ABORTED
+    assert status.phase == WorkflowStatusPhase.ABORTED
     assert sink.workflow_phases()[-1] == "ABORTED"
     assert sink.node_phases("n1")[-1] == "ABORTED"
     assert sink.task_phases("n1")[-1] == (0, "ABORTED")

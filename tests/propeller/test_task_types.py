@@ -12,7 +12,7 @@ from flytekit import ContainerTask, kwtypes, workflow
 
 from flytelite.config import Config, EngineConfig
 from flytelite.propeller.engine import Engine
-from flytelite.propeller.phases import NodePhase, WorkflowPhase
+from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
 from flytelite.propeller.plugins import copilot
 from flytelite.server.app import build_context
 from flytelite.storage import BlobStore
@@ -173,7 +173,7 @@ def run_container_workflow(tmp_path, wf, name: str):
 
 def test_container_command_runs_with_its_inputs_and_outputs(tmp_path):
     ctx, key, status, sink = run_container_workflow(tmp_path, tt_double_wf, "ttdouble")
-    assert status.phase == WorkflowPhase.SUCCESS, status.error
+    assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
     assert h.outputs(ctx, key) == {"o0": 42}
     assert [e.task_type for e in sink.task_events("n0")][-1] == "raw-container"
     assert sink.task_events("n0")[-1].metadata.plugin_identifier == "raw-container"
@@ -189,9 +189,9 @@ def test_container_command_runs_with_its_inputs_and_outputs(tmp_path):
 ])
 def test_container_failures_are_reported_as_flyte_reports_failed_pods(tmp_path, wf, code, kind, text, attempts):
     _, _, status, sink = run_container_workflow(tmp_path, wf, "ttfails")
-    assert status.phase == WorkflowPhase.FAILED
+    assert status.phase == WorkflowStatusPhase.FAILED
     node = status.nodes["n0"]
-    assert node.phase == NodePhase.FAILED and node.attempts + 1 == attempts
+    assert node.phase == NodeStatusPhase.FAILED and node.attempts + 1 == attempts
     err = sink.task_events("n0")[-1].error
     assert err.code == code and text in err.message
     assert (err.kind == 2) == (kind == "SYSTEM")
@@ -199,7 +199,7 @@ def test_container_failures_are_reported_as_flyte_reports_failed_pods(tmp_path, 
 
 def test_an_unmapped_image_fails_naming_the_image_and_the_config_key(tmp_path):
     _, _, status, sink = run_container_workflow(tmp_path, tt_nowhere_wf, "ttnowhere")
-    assert status.phase == WorkflowPhase.FAILED
+    assert status.phase == WorkflowStatusPhase.FAILED
     err = h.workflow_error(sink)
     assert err.code == "ImageNotMapped" and err.kind == 1
     assert "'registry.example/not-mapped:2'" in err.message

@@ -16,7 +16,7 @@ import pytest
 from flyteidl.core import literals_pb2
 
 from flytelite.propeller.engine import Engine
-from flytelite.propeller.phases import WorkflowPhase
+from flytelite.propeller.phases import WorkflowStatusPhase
 from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.core import PluginPhase, TaskExecutionContext
 from flytelite.propeller.plugins.local_process import LocalProcessPlugin
@@ -55,7 +55,7 @@ def _run(tmp_path, warm: bool, entity, inputs: dict, name: str, during=None):
         "log_uris": sorted({e.logs[0].uri for e in sink.events
                             if e.DESCRIPTOR.name == "TaskExecutionEvent" and len(e.logs)}),
     }
-    if status.phase == WorkflowPhase.SUCCESS:
+    if status.phase == WorkflowStatusPhase.SUCCESS:
         summary["outputs"] = h.outputs(ctx, key)
     else:
         errors = [e.error for e in sink.events if e.DESCRIPTOR.name == "WorkflowExecutionEvent" and e.HasField("error")]
@@ -133,7 +133,7 @@ def test_terminate_is_the_same_and_kills_the_tasks_own_subprocesses(tmp_path):
     warm, cold = _both(tmp_path, wt.spawn_and_sleep_wf, lambda d: {"marker_dir": str(d / "marks"), "seconds": 60.0},
                        "term", during_for=terminate_when_spawned)
     assert warm == cold
-    assert warm["phase"] == WorkflowPhase.ABORTED and warm["tasks"]["n0"][-1] == (0, "ABORTED")
+    assert warm["phase"] == WorkflowStatusPhase.ABORTED and warm["tasks"]["n0"][-1] == (0, "ABORTED")
     for mode in ("warm", "cold"):
         task_pid, sleep_pid = (int(x) for x in markers(tmp_path / mode / "marks", "spawned")[0].split())
         assert _gone(task_pid) and _gone(sleep_pid), f"{mode}: a process of the terminated task still runs"
@@ -152,7 +152,7 @@ def test_a_forked_attempt_is_a_fresh_process_in_what_matters(tmp_path):
     results = {}
     for warm in (True, False):
         summary, _, ctx = _run(tmp_path, warm, wt.probe_twice_wf, {}, "probe")
-        assert summary["phase"] == WorkflowPhase.SUCCESS
+        assert summary["phase"] == WorkflowStatusPhase.SUCCESS
         lm = ctx.blobs.read_proto(f"{ctx.blobs.execution_dir(h.P, h.D, 'probe')}/end-node/data/0/outputs.pb",
                                   literals_pb2.LiteralMap)
         results[warm] = [{k: v.scalar.primitive.string_value for k, v in lm.literals[o].map.literals.items()}
@@ -217,7 +217,7 @@ def test_a_killed_zygote_orphans_its_attempt_which_is_still_waited_for_and_a_new
 
     ctx, key, sink, status, _ = run_workflow(tmp_path, ft.restart_wf, {"marker_dir": str(marks), "seconds": 3.0},
                                              "orphan", during=kill_zygote_mid_task)
-    assert status.phase == WorkflowPhase.SUCCESS, status.error
+    assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
     assert h.outputs(ctx, key) == {"o0": 21}
     assert len(markers(marks, "sleep_then")) == 1  # waited for, not run again
     assert sink.task_phases("n1")[-1] == (0, "SUCCEEDED")
@@ -227,7 +227,7 @@ def test_a_killed_zygote_orphans_its_attempt_which_is_still_waited_for_and_a_new
 
 def test_an_environment_that_changes_interpreter_start_runs_cold(tmp_path):
     summary, forks, _ = _run(tmp_path, True, wt.probe_hashseed_wf, {}, "hashseed")
-    assert summary["phase"] == WorkflowPhase.SUCCESS
+    assert summary["phase"] == WorkflowStatusPhase.SUCCESS
     assert forks == 0 and summary["outputs"] == {"o0": os.getpid()}  # a child of the engine, not of a zygote
 
 
@@ -260,7 +260,7 @@ def test_engine_stop_leaves_the_forked_attempt_running_and_a_new_engine_adopts_i
     assert _gone(zygote), "the zygote must exit with the engine that started it"
     assert processes.start_time(pid) is not None, "the forked attempt must outlive its zygote"
     ctx, sink, status = _second_life(tmp_path, key)
-    assert status.phase == WorkflowPhase.SUCCESS and h.outputs(ctx, key) == {"o0": 21}
+    assert status.phase == WorkflowStatusPhase.SUCCESS and h.outputs(ctx, key) == {"o0": 21}
     assert len(markers(marks, "sleep_then")) == 1 and len(markers(marks, "last")) == 1
     assert sink.task_phases("n1") == [(0, "SUCCEEDED")]
 

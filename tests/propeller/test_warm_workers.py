@@ -15,7 +15,7 @@ from flyteidl.core import literals_pb2
 
 from flytelite.config import Config, EngineConfig
 from flytelite.propeller.engine import Engine
-from flytelite.propeller.phases import WorkflowPhase
+from flytelite.propeller.phases import WorkflowStatusPhase
 from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.warm.pool import WarmPool
 from tests.propeller import harness as h
@@ -47,7 +47,7 @@ def test_map_items_are_the_same_warm_and_cold_and_each_item_sees_a_fresh_process
         runs[warm] = summary, outputs, forks, ctx
     (warm, warm_items, forks, ctx), (cold, cold_items, _, _) = runs[True], runs[False]
     assert warm == cold
-    assert warm["phase"] == WorkflowPhase.SUCCESS and forks == len(xs)
+    assert warm["phase"] == WorkflowStatusPhase.SUCCESS and forks == len(xs)
     assert warm_items[3] is None and cold_items[3] is None  # the failed item, allowed by min_success_ratio
     for x, (w, c) in enumerate(zip(warm_items, cold_items, strict=True)):
         if x == 3:
@@ -74,7 +74,7 @@ def test_tasks_of_one_code_version_run_one_after_another_in_a_worker_each_with_a
     results = {}
     for warm in (True, False):
         summary, forks, _ = _run(tmp_path, warm, wt.different_tasks_wf, {}, "different")
-        assert summary["phase"] == WorkflowPhase.SUCCESS, summary
+        assert summary["phase"] == WorkflowStatusPhase.SUCCESS, summary
         results[warm] = [{k: v.scalar.primitive.string_value for k, v in lit.map.literals.items()}
                          for lit in (summary["outputs"]["o0"], summary["outputs"]["o1"])]
     (w1, w2), (c1, c2) = results[True], results[False]
@@ -91,7 +91,7 @@ def test_an_item_that_leaves_a_thread_or_an_atexit_hook_ends_as_a_process_would(
     marks.mkdir()
     summary, forks, ctx = _run(tmp_path, True, wt.lingering_wf, {"xs": [0, 1, 2], "marker_dir": str(marks)},
                                "linger")
-    assert summary["phase"] == WorkflowPhase.SUCCESS, summary
+    assert summary["phase"] == WorkflowStatusPhase.SUCCESS, summary
     first, second, third = summary["outputs"]["o0"]
     # Its thread ran to the end and its atexit hook ran, in its process, before the next item started.
     assert (marks / "thread-finished").read_text() == str(first)
@@ -184,7 +184,7 @@ def test_an_item_running_in_a_reused_worker_outlives_the_engine_and_a_new_engine
     assert worker == first_pid and warm.reused == 1, "item 1 must run in the worker that ran item 0"
     assert processes.start_time(worker) is not None, "the worker must finish its item without its engine"
     ctx, sink, status = _second_life(tmp_path, key)
-    assert status.phase == WorkflowPhase.SUCCESS, status.error
+    assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
     assert h.outputs(ctx, key) == {"o0": [0, 10, 20]}
     assert [x for x, _ in ran()] == [0, 1, 2], "no item runs twice"
     assert _gone(worker), "the worker ends after its item once its zygote is gone"
@@ -212,7 +212,7 @@ def test_with_a_pool_of_one_warm_attempts_wait_for_the_slot_in_queued(tmp_path):
     marks.mkdir()
     ctx, key, sink, status, _ = run_workflow(tmp_path / "tasks", wt.two_timed_wf, {"marker_dir": str(marks)},
                                              "pool1", warm_pool_size=1)
-    assert status.phase == WorkflowPhase.SUCCESS, status.error
+    assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
     assert h.outputs(ctx, key) == {"o0": 1, "o1": 2}
     assert len(_spans(marks)) == 2 and _one_at_a_time(_spans(marks)), _spans(marks)
     reasons = [e.reason for node in ("n0", "n1") for e in sink.task_events(node)]
@@ -223,7 +223,7 @@ def test_with_a_pool_of_one_warm_attempts_wait_for_the_slot_in_queued(tmp_path):
     ctx, key, sink, status, _ = run_workflow(tmp_path / "map", wt.timed_items_wf,
                                              {"xs": [0, 1, 2], "marker_dir": str(marks)}, "pool1map",
                                              warm_pool_size=1)
-    assert status.phase == WorkflowPhase.SUCCESS, status.error
+    assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
     assert h.outputs(ctx, key) == {"o0": [0, 1, 2]}
     assert len(_spans(marks)) == 3 and _one_at_a_time(_spans(marks)), _spans(marks)
 
@@ -235,6 +235,6 @@ def test_an_item_whose_import_registers_a_type_transformer_ends_its_worker(tmp_p
     pids = tmp_path / "pids"
     pids.mkdir()
     summary, forks, ctx = _run(tmp_path, True, wr.thirds_wf, {"xs": [1, 2, 3], "pids_dir": str(pids)}, "thirds")
-    assert summary["phase"] == WorkflowPhase.SUCCESS, summary
+    assert summary["phase"] == WorkflowStatusPhase.SUCCESS, summary
     assert summary["outputs"]["o0"] == ["1/3", "2/3", "1"]
     assert len(set(markers(pids, "pids"))) == 3, "each item in a process of its own"

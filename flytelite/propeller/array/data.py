@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from flyteidl.core import literals_pb2
 
-from flytelite.propeller.phases import NodePhase
+from flytelite.propeller.phases import NodeStatusPhase
 
 NONE_LITERAL = literals_pb2.Literal(scalar=literals_pb2.Scalar(none_type=literals_pb2.Void()))
 
@@ -59,7 +59,7 @@ def gather_outputs(output_names: list[str], size: int, item_phase: Callable[[int
     for name in output_names:
         gathered.literals[name].collection.SetInParent()
     for i in range(size):
-        if item_phase(i) != NodePhase.SUCCEEDED:
+        if item_phase(i) != NodeStatusPhase.SUCCEEDED:
             for values in lists.values():
                 values.add().CopyFrom(NONE_LITERAL)
             continue

@@ -1,6 +1,6 @@
 """The persisted sub-status of an array node, small enough for 10,000 items (FlytePropeller's ArrayNodeState).
 
-Each item's NodePhase is one character of a string; attempt numbers are kept only for items past
+Each item's NodeStatusPhase is one character of a string; attempt numbers are kept only for items past
 their first attempt; a full NodeStatus (plugin state: pid, paths) only for the items in flight.
 Counts are updated as items finish, so a round looks at the items in flight and the next ones to
 start, never at all 10,000. It lives in NodeStatus.array as a plain JSON-able dict.
@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from flytelite.propeller.phases import NODE_FAILED, NODE_PASSED, NodePhase
+from flytelite.propeller.phases import NODE_FAILED, NODE_PASSED, NodeStatusPhase
 from flytelite.propeller.status import NodeStatus
 
-# One character per NodePhase (0..12), in order.
+# One character per NodeStatusPhase (0..12), in order.
 _PHASE_CHARS = "0123456789abc"
-_CHAR_PHASE = {ord(c): NodePhase(i) for i, c in enumerate(_PHASE_CHARS)}
+_CHAR_PHASE = {ord(c): NodeStatusPhase(i) for i, c in enumerate(_PHASE_CHARS)}
 # Distinct item error messages kept for the node's failure message.
 MAX_ERROR_MESSAGES = 20
 # Items listed per message.
@@ -44,7 +44,7 @@ ARRAY_DONE = frozenset({ArrayPhase.SUCCEEDED, ArrayPhase.FAILED, ArrayPhase.ABOR
 class ArrayState:
     phase: int = ArrayPhase.NONE
     size: int = 0
-    # Item i's NodePhase is _PHASE_CHARS[items[i]].
+    # Item i's NodeStatusPhase is _PHASE_CHARS[items[i]].
     items: bytearray = field(default_factory=bytearray)
     # Current attempt of items past attempt 0 (keys are item indices).
     attempts: dict[int, int] = field(default_factory=dict)
@@ -69,7 +69,7 @@ class ArrayState:
     def start(cls, size: int) -> ArrayState:
         return cls(phase=ArrayPhase.EXECUTING, size=size, items=bytearray(b"0" * size))
 
-    def item_phase(self, index: int) -> NodePhase:
+    def item_phase(self, index: int) -> NodeStatusPhase:
         return _CHAR_PHASE[self.items[index]]
 
     def set_item_phase(self, index: int, phase: int) -> None:

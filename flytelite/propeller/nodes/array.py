@@ -24,6 +24,7 @@ from collections import OrderedDict
 from flyteidl.core import execution_pb2, literals_pb2
 from flyteidl.event import event_pb2
 
+from flytelite.idl.error_kinds import SYSTEM, USER
 from flytelite.propeller.array import progress
 from flytelite.propeller.array.data import ArrayInputError, array_size, gather_outputs, load_inputs
 from flytelite.propeller.array.items import (
@@ -37,29 +38,28 @@ from flytelite.propeller.array.items import (
 from flytelite.propeller.array.state import ARRAY_DONE, ArrayPhase, ArrayState
 from flytelite.propeller.nodes.handler import NodeExecutionContext, NodeHandler, PhaseInfo, SubNodeExecutor
 from flytelite.propeller.offloading import LiteralTooLarge, offload_large_literal
-from flytelite.propeller.phases import NODE_DONE, NodePhase
+from flytelite.propeller.phases import NODE_DONE, NodeStatusPhase
 from flytelite.propeller.plugins.core import unique_key
 from flytelite.propeller.status import NodeStatus
 
 # TaskExecution phases as plain ints (protobuf enum wrapper lookups are slow in per-item loops).
 TaskPhase = execution_pb2.TaskExecution
-USER, SYSTEM = execution_pb2.ExecutionError.USER, execution_pb2.ExecutionError.SYSTEM
 TASK_TYPE = "container_array"
 PLUGIN_ID = "flytelite-array"
 # Array inputs kept decoded between rounds (by inputs.pb path).
 INPUTS_CACHE_SIZE = 16
 
 _ITEM_TASK_PHASE = {
-    NodePhase.QUEUED: TaskPhase.QUEUED,
-    NodePhase.RUNNING: TaskPhase.RUNNING,
-    NodePhase.RETRYABLE_FAILURE: TaskPhase.RUNNING,
-    NodePhase.SUCCEEDING: TaskPhase.SUCCEEDED,
-    NodePhase.SUCCEEDED: TaskPhase.SUCCEEDED,
-    NodePhase.RECOVERED: TaskPhase.SUCCEEDED,
-    NodePhase.FAILING: TaskPhase.FAILED,
-    NodePhase.FAILED: TaskPhase.FAILED,
-    NodePhase.TIMING_OUT: TaskPhase.FAILED,
-    NodePhase.TIMED_OUT: TaskPhase.FAILED,
+    NodeStatusPhase.QUEUED: TaskPhase.QUEUED,
+    NodeStatusPhase.RUNNING: TaskPhase.RUNNING,
+    NodeStatusPhase.RETRYABLE_FAILURE: TaskPhase.RUNNING,
+    NodeStatusPhase.SUCCEEDING: TaskPhase.SUCCEEDED,
+    NodeStatusPhase.SUCCEEDED: TaskPhase.SUCCEEDED,
+    NodeStatusPhase.RECOVERED: TaskPhase.SUCCEEDED,
+    NodeStatusPhase.FAILING: TaskPhase.FAILED,
+    NodeStatusPhase.FAILED: TaskPhase.FAILED,
+    NodeStatusPhase.TIMING_OUT: TaskPhase.FAILED,
+    NodeStatusPhase.TIMED_OUT: TaskPhase.FAILED,
 }
 
 

@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import posixpath
 
-from flyteidl.core import execution_pb2, literals_pb2, workflow_pb2
+from flyteidl.core import literals_pb2, workflow_pb2
 
+from flytelite.idl.error_kinds import SYSTEM
 from flytelite.propeller.nodes.branch_conditions import decide_branch
 from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
-from flytelite.propeller.phases import NodePhase
+from flytelite.propeller.phases import NodeStatusPhase
 from flytelite.propeller.scope import DagScope, LeafDag
 from flytelite.propeller.status import NodeStatus
 from flytelite.propeller.workflow import node_dependencies
 
-SYSTEM = execution_pb2.ExecutionError.SYSTEM
 SKIPPED_REASON = "Branch evaluated to false"
 
 
@@ -38,7 +38,7 @@ class BranchHandler(NodeHandler):
             decision = decide_branch(nctx.node.branch_node, inputs)
             for arm_id in decision.skipped:
                 arm = st.sub_nodes.setdefault(arm_id, NodeStatus())
-                arm.phase, arm.message = NodePhase.SKIPPED, SKIPPED_REASON
+                arm.phase, arm.message = NodeStatusPhase.SKIPPED, SKIPPED_REASON
             if decision.error is not None:
                 err = decision.error
                 return PhaseInfo.failure(err.code, str(err), kind=err.kind)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass, field
 
-from flyteidl.core import condition_pb2, execution_pb2, literals_pb2, workflow_pb2
+from flyteidl.core import condition_pb2, literals_pb2, workflow_pb2
 
-USER = execution_pb2.ExecutionError.USER
+from flytelite.idl.error_kinds import USER
+
 USER_PROVIDED_ERROR = "UserProvidedError"
 MALFORMED_BRANCH = "MalformedBranchUserError"
 

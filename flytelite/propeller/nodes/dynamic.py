@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import posixpath
 
-from flyteidl.core import catalog_pb2, execution_pb2
+from flyteidl.core import catalog_pb2
 from flyteidl.event import event_pb2
 
+from flytelite.idl.error_kinds import SYSTEM, USER
 from flytelite.propeller.nodes.dynamic_workflow import (
     COMPILED_NAME,
     FUTURES_NAME,
@@ -29,7 +30,6 @@ from flytelite.propeller.nodes.subworkflow import copy_end_outputs
 from flytelite.propeller.nodes.task import TaskHandler
 from flytelite.propeller.scope import DagScope
 
-USER, SYSTEM = execution_pb2.ExecutionError.USER, execution_pb2.ExecutionError.SYSTEM
 # NodeStatus.dynamic_phase once the futures were compiled (Flyte's DynamicNodePhaseExecuting).
 EXECUTING = "executing"
 

@@ -17,10 +17,10 @@ from datetime import datetime, timedelta
 from flyteidl.admin import signal_pb2
 from flyteidl.core import execution_pb2, identifier_pb2, literals_pb2, types_pb2
 
+from flytelite.idl.error_kinds import SYSTEM, USER
 from flytelite.propeller.nodes.handler import NodeExecutionContext, NodeHandler, PhaseInfo
 from flytelite.propeller.status import parse_iso
 
-SYSTEM, USER = execution_pb2.ExecutionError.SYSTEM, execution_pb2.ExecutionError.USER
 BOOLEAN = types_pb2.LiteralType(simple=types_pb2.BOOLEAN)
 
 

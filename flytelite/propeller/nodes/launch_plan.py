@@ -19,12 +19,12 @@ from flyteidl.core import identifier_pb2, literals_pb2
 from flyteidl.event import event_pb2
 
 from flytelite import errors
+from flytelite.idl.error_kinds import SYSTEM, USER
 from flytelite.propeller.clients.launchplan import LaunchContext
 from flytelite.propeller.nodes.handler import NodeExecutionContext, NodeHandler, PhaseInfo
 from flytelite.propeller.recovery import original_child_execution
 
 WfPhase = core_exec.WorkflowExecution.Phase
-SYSTEM, USER = core_exec.ExecutionError.SYSTEM, core_exec.ExecutionError.USER
 
 # FlytePropeller's child execution names: at most 20 characters, else a hash (encoding.FixedLengthUniqueID).
 MAX_CHILD_NAME_LENGTH = 20

@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import posixpath
 
-from flyteidl.core import execution_pb2
-
-from flytelite.idl.ids import describe
+from flytelite.idl.error_kinds import SYSTEM
+from flytelite.idl.ids import END_NODE, describe
 from flytelite.propeller.failure_node import run_failure_node
 from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
-from flytelite.propeller.phases import NodePhase
+from flytelite.propeller.phases import NodeStatusPhase
 from flytelite.propeller.scope import DagScope
-from flytelite.propeller.workflow import END_NODE
 
-SYSTEM = execution_pb2.ExecutionError.SYSTEM
 SUBWORKFLOW_FAILED = "SubWorkflowExecutionFailed"
 # NodeStatus.workflow_phase once the subworkflow failed (Flyte's WorkflowNodePhaseFailing).
 FAILING = "failing"
@@ -64,7 +61,7 @@ class SubworkflowHandler(NodeHandler):
         done, error = run_failure_node(nctx.nested, nctx.round, scope, failure, original)
         if not done or error is None:  # done comes with the error to fail with
             return PhaseInfo.running()
-        if scope.status(failure.id).phase == NodePhase.FAILED:
+        if scope.status(failure.id).phase == NodeStatusPhase.FAILED:
             # The failure node's error masks the subworkflow's. (A timed-out one does not, as in Flyte.)
             return PhaseInfo(EPhase.FAILED, reason=error.message, error=error)
         return PhaseInfo(EPhase.FAILED, reason=original.message, error=original)

@@ -16,15 +16,15 @@ from flyteidl.event import event_pb2
 
 from flytelite.catalog import MAX_HEARTBEAT_INTERVAL, is_cacheable
 from flytelite.errors import InvalidArgument
+from flytelite.idl.error_kinds import SYSTEM, USER
 from flytelite.propeller.nodes import task_cache
 from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
-from flytelite.propeller.phases import NodePhase
+from flytelite.propeller.phases import NodeStatusPhase
 from flytelite.propeller.plugins.core import PluginPhase, TaskExecutionContext, unique_key
 from flytelite.propeller.plugins.registry import PluginNotFound, PluginRegistry
 from flytelite.propeller.status import TaskStatus
 
 TaskPhase = execution_pb2.TaskExecution.Phase
-SYSTEM, USER = execution_pb2.ExecutionError.SYSTEM, execution_pb2.ExecutionError.USER
 
 
 class TaskHandler(NodeHandler):
@@ -118,7 +118,7 @@ class TaskHandler(NodeHandler):
 
     def finalize(self, nctx: NodeExecutionContext) -> None:
         tstatus, task = nctx.status.task, nctx.task
-        if nctx.status.phase not in (NodePhase.QUEUED, NodePhase.RUNNING):
+        if nctx.status.phase not in (NodeStatusPhase.QUEUED, NodeStatusPhase.RUNNING):
             # A node that is done (or retried) frees its key at once instead of letting it expire. A node
             # still running past its task (a dynamic node's children) keeps it until the node ends, as in Flyte.
             _release_cache(nctx)

@@ -18,15 +18,13 @@ import signal
 import sys
 from pathlib import Path
 
-from flyteidl.core import execution_pb2
-
 from flytelite.context import Context
+from flytelite.idl.error_kinds import SYSTEM, USER
 from flytelite.propeller.plugins import copilot, processes
 from flytelite.propeller.plugins.core import PluginPhase, PluginPhaseInfo, TaskExecutionContext
 from flytelite.propeller.plugins.local_process import LocalProcessPlugin, rendered_command
 from flytelite.propeller.plugins.template import TemplateError
 
-USER, SYSTEM = execution_pb2.ExecutionError.USER, execution_pb2.ExecutionError.SYSTEM
 CONFIG_KEY = "raw_container_images"
 
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from flyteidl.core import literals_pb2
 
+from flytelite.idl.error_kinds import USER
 from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
-
-USER = 1
 
 
 def output_names(inputs: list[str], outputs: list[str]) -> dict[str, str]:

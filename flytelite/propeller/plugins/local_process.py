@@ -28,6 +28,7 @@ from pathlib import Path
 from flyteidl.core import execution_pb2
 
 from flytelite.context import Context
+from flytelite.idl.error_kinds import SYSTEM, USER
 from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
 from flytelite.propeller.plugins.environment import flyte_task_env
@@ -46,7 +47,6 @@ log = logging.getLogger(__name__)
 
 PYFLYTE_COMMANDS = frozenset({"pyflyte-execute", "pyflyte-fast-execute", "pyflyte-map-execute"})
 PYTHON_NAMES = re.compile(r"^python(3(\.\d+)?)?$")
-USER, SYSTEM = execution_pb2.ExecutionError.USER, execution_pb2.ExecutionError.SYSTEM
 # Seconds between SIGTERM and SIGKILL when a task is aborted or times out.
 KILL_GRACE_SECONDS = 3.0
 # Poll interval for a process we cannot get exit notifications for.

@@ -12,9 +12,9 @@ from __future__ import annotations
 from flyteidl.core import literals_pb2, types_pb2
 from google.protobuf import struct_pb2
 
+from flytelite.idl.error_kinds import USER
 from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
 
-USER = 1
 # Every task type flytekit produces that runs a container or python code.
 TASK_TYPES = ("python-task", "container", "raw-container", "sqlite", "eager_failure_handler_task", "sidecar", "pod")
 _SIMPLE = types_pb2.SimpleType

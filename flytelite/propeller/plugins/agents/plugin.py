@@ -21,6 +21,7 @@ from flyteidl.admin import agent_pb2
 from flyteidl.core import execution_pb2, identifier_pb2, tasks_pb2
 
 from flytelite.context import Context
+from flytelite.idl.error_kinds import SYSTEM, USER
 from flytelite.propeller.plugins.agents.client import AgentCallFailed, AgentClients
 from flytelite.propeller.plugins.agents.local import AgentServerFailed, LocalAgentServers
 from flytelite.propeller.plugins.agents.routing import AgentRoute, AgentRouter, NotServed
@@ -31,7 +32,6 @@ from flytelite.propeller.plugins.template import TemplateError
 log = logging.getLogger(__name__)
 
 TaskPhase = execution_pb2.TaskExecution.Phase
-USER, SYSTEM = execution_pb2.ExecutionError.USER, execution_pb2.ExecutionError.SYSTEM
 # Flyte's error codes (flyteplugins/go/tasks/errors).
 TASK_FAILED = "TaskFailedWithError"
 CACHE_FAILED = "AutoRefreshCacheFailed"

@@ -16,9 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from flyteidl.core import execution_pb2
+from flytelite.idl.error_kinds import SYSTEM, USER
 
-USER, SYSTEM = execution_pb2.ExecutionError.USER, execution_pb2.ExecutionError.SYSTEM
 SIGKILL_EXIT_CODES = (137, 247)
 SYSTEM_POD_REASONS = ("Shutdown", "Terminated", "NodeShutdown", "NodeAffinity")
 STARTING = ("ErrImagePull", "ContainerCreating", "PodInitializing")

@@ -21,6 +21,7 @@ from flyteidl.core import execution_pb2
 from kubernetes.client.exceptions import ApiException
 
 from flytelite.context import Context
+from flytelite.idl.error_kinds import SYSTEM, USER
 from flytelite.kubeclient import MANAGED_LABEL, Namespaces, core_api
 from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
 from flytelite.propeller.plugins.environment import flyte_task_env
@@ -34,7 +35,6 @@ from flytelite.propeller.plugins.template import TemplateError
 
 log = logging.getLogger(__name__)
 
-USER, SYSTEM = execution_pb2.ExecutionError.USER, execution_pb2.ExecutionError.SYSTEM
 # How long a round waits for the informer's first list before reading pods from the apiserver itself.
 SYNC_SECONDS = 10.0
 # How often an attempt waiting for room under max_pods_in_flight looks again (a pod ending also wakes it).
