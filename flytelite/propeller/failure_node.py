@@ -6,7 +6,7 @@ is start-node (so it gets the workflow's inputs). A failure task that declares f
 input gets the workflow's error in it. When the failure node succeeds the workflow fails with its
 original error; when the failure node itself fails (or times out) the workflow fails with that error.
 A failing subworkflow runs its own failure node the same way, inside the subworkflow node's scope
-(nodes/subworkflow.py, as FlytePropeller's HandleFailureNodeOfSubWorkflow).
+(nodes/subworkflow/, as FlytePropeller's HandleFailureNodeOfSubWorkflow).
 This module never touches the DAG's own nodes.
 """
 

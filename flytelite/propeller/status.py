@@ -71,7 +71,7 @@ class TaskStatus:
     phase: int = 0  # flyteidl TaskExecution.Phase last reported to admin
     phase_version: int = 0
     plugin: dict[str, Any] = field(default_factory=dict)
-    # The catalog's view of this attempt (flytelite.propeller.nodes.task_cache.CacheState as a dict).
+    # The catalog's view of this attempt (flytelite.propeller.nodes.task.cache.CacheState as a dict).
     cache: dict[str, Any] = field(default_factory=dict)
 
 
@@ -100,7 +100,7 @@ class NodeStatus:
     # subworkflow's own failure node runs, with the error the subworkflow failed with. Reset on every retry.
     workflow_phase: str | None = None
     workflow_error: ErrorInfo | None = None
-    # Array node (map task): flytelite.propeller.array.state.ArrayState as a dict.
+    # Array node (map task): flytelite.propeller.nodes.array.state.ArrayState as a dict.
     array: dict[str, Any] | None = None
 
     @classmethod

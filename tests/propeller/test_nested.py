@@ -17,7 +17,7 @@ from flytekit.configuration import ImageConfig, SerializationSettings
 from flytekit.tools.translator import get_serializable
 
 from flytelite.propeller.engine import Engine
-from flytelite.propeller.nodes.branch_conditions import compare
+from flytelite.propeller.nodes.branch.conditions import compare
 from flytelite.propeller.nodes.registry import default_handlers
 from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
 from flytelite.propeller.plugins.core import PluginPhase, PluginPhaseInfo

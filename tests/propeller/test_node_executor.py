@@ -200,10 +200,10 @@ def test_node_kind_not_built_yet_fails_the_node_clearly(tmp_path):
     key = h.create_execution(ctx, h.compile_entity(branchy, IN_PROCESS), {"x": 1}, "branchy")
 
     async def go():
-        from flytelite.propeller.nodes.end import EndHandler
+        from flytelite.propeller.nodes.end.handler import EndHandler
         from flytelite.propeller.nodes.registry import HandlerRegistry
-        from flytelite.propeller.nodes.start import StartHandler
-        from flytelite.propeller.nodes.task import TaskHandler
+        from flytelite.propeller.nodes.start.handler import StartHandler
+        from flytelite.propeller.nodes.task.handler import TaskHandler
 
         # An engine built without the branch handler stands for any kind flytelite does not run.
         plugins = registry(InProcessPlugin({}))

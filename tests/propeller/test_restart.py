@@ -17,7 +17,7 @@ from flytelite.server.app import build_context
 from flytelite.testing import database_url_for
 from tests.propeller import flyte_tasks as ft
 from tests.propeller import harness as h
-from tests.propeller.test_local_process import _gone, markers
+from tests.propeller.plugins.test_local_process import _gone, markers
 
 
 def _running_pid(ctx, key, node_id: str):

@@ -2,7 +2,7 @@
 
 It wraps the task handler, as in Flyte, so every task node goes through it. While the parent task
 runs, the task handler does the work. When the task succeeds having written a DynamicJobSpec
-(`futures.pb`) instead of outputs, the spec is compiled at run time (dynamic_workflow.py) and the node
+(`futures.pb`) instead of outputs, the spec is compiled at run time (workflow.py) and the node
 reports DYNAMIC_RUNNING with the compiled workflow in its event (admin keeps it for
 GetNodeExecutionData, so FlyteRemote can map the children to it). The children then run as a
 nested scope under the node: ids `<node id>-<attempt>-<child id>`, data under the node's output dir,
@@ -18,7 +18,7 @@ from flyteidl.core import catalog_pb2
 from flyteidl.event import event_pb2
 
 from flytelite.idl.error_kinds import SYSTEM, USER
-from flytelite.propeller.nodes.dynamic_workflow import (
+from flytelite.propeller.nodes.dynamic.workflow import (
     COMPILED_NAME,
     FUTURES_NAME,
     DynamicBuildError,
@@ -26,8 +26,8 @@ from flytelite.propeller.nodes.dynamic_workflow import (
     load_dynamic_workflow,
 )
 from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
-from flytelite.propeller.nodes.subworkflow import copy_end_outputs
-from flytelite.propeller.nodes.task import TaskHandler
+from flytelite.propeller.nodes.subworkflow.handler import copy_end_outputs
+from flytelite.propeller.nodes.task.handler import TaskHandler
 from flytelite.propeller.scope import DagScope
 
 # NodeStatus.dynamic_phase once the futures were compiled (Flyte's DynamicNodePhaseExecuting).

@@ -26,7 +26,7 @@ from flytelite.store.models import FlyteWorkflow
 from tests.propeller import flyte_tasks as ft
 from tests.propeller import harness as h
 from tests.propeller import warm_tasks as wt
-from tests.propeller.test_local_process import _gone, markers, run_workflow
+from tests.propeller.plugins.test_local_process import _gone, markers, run_workflow
 from tests.propeller.test_restart import _running_pid, _second_life
 
 PY = sys.executable

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from flytelite.idl.enums import as_enum
 from flytelite.propeller.nodes.handler import NodeExecutionContext
-from flytelite.propeller.nodes.task import TaskHandler
+from flytelite.propeller.nodes.task.handler import TaskHandler
 from flytelite.propeller.plugins.core import TaskExecutionContext
 from flytelite.propeller.status import TaskStatus
 

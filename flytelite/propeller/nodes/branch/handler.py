@@ -1,6 +1,6 @@
 """The branch node handler: if / elif / else over the node's inputs (FlytePropeller's nodes/branch).
 
-On its first look the branch evaluates its conditions on its resolved inputs (branch_conditions.py),
+On its first look the branch evaluates its conditions on its resolved inputs (conditions.py),
 marks the arms not taken SKIPPED, and remembers the arm it took. The taken arm's node then runs as
 the branch's one child, in a leaf scope whose bindings see the scope around the branch; its node
 execution id is `<branch id>-<attempt>-<arm id>`, its data under the branch's output dir. The
@@ -16,7 +16,7 @@ import posixpath
 from flyteidl.core import literals_pb2, workflow_pb2
 
 from flytelite.idl.error_kinds import SYSTEM
-from flytelite.propeller.nodes.branch_conditions import decide_branch
+from flytelite.propeller.nodes.branch.conditions import decide_branch
 from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
 from flytelite.propeller.phases import NodeStatusPhase
 from flytelite.propeller.scope import DagScope, LeafDag

@@ -20,9 +20,9 @@ from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.warm.pool import WarmPool
 from tests.propeller import harness as h
 from tests.propeller import warm_tasks as wt
-from tests.propeller.test_local_process import _gone, markers, run_workflow
+from tests.propeller.plugins.test_local_process import _gone, markers, run_workflow
+from tests.propeller.plugins.test_warm import PY, _run
 from tests.propeller.test_restart import _second_life
-from tests.propeller.test_warm import PY, _run
 
 ITEM_FACTS = ("x", "index", "seen", "env_left_before", "cwd_was_clean", "root_handlers", "warning_filters",
               "cwd_is_work_dir", "session_leader")

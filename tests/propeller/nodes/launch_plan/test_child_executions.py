@@ -14,7 +14,7 @@ from flytekit import LaunchPlan, task, workflow
 from flytelite import errors
 from flytelite.admin.executions import recover_execution
 from flytelite.idl.ids import execution_id
-from flytelite.propeller.nodes import launch_plan as lp
+from flytelite.propeller.nodes.launch_plan import handler as lp
 from tests.admin.execution_harness import NODE, WF
 from tests.propeller import harness as h
 from tests.propeller.admin_engine import (

@@ -1,9 +1,9 @@
 """The array node handler: map tasks (FlytePropeller's nodes/array/handler.go).
 
 An array node runs its sub-node (a task) once per item of its list inputs. Its sub-status
-(array/state.py) goes NONE -> EXECUTING -> SUCCEEDED or FAILED (or ABORTED):
+(state.py) goes NONE -> EXECUTING -> SUCCEEDED or FAILED (or ABORTED):
 - NONE: the inputs are sized and every item is reported as not started.
-- EXECUTING: items run as sub-nodes (array/items.py) through the node executor and the task
+- EXECUTING: items run as sub-nodes (items.py) through the node executor and the task
   handler, in index order, at most `parallelism` at once (when the array sets none, items share
   the execution's max parallelism). Each round looks only at items in flight and the next to start.
 - As soon as too many items failed to reach min_successes / min_success_ratio, items in flight are
@@ -25,9 +25,9 @@ from flyteidl.core import execution_pb2, literals_pb2
 from flyteidl.event import event_pb2
 
 from flytelite.idl.error_kinds import SYSTEM, USER
-from flytelite.propeller.array import progress
-from flytelite.propeller.array.data import ArrayInputError, array_size, gather_outputs, load_inputs
-from flytelite.propeller.array.items import (
+from flytelite.propeller.nodes.array import progress
+from flytelite.propeller.nodes.array.data import ArrayInputError, array_size, gather_outputs, load_inputs
+from flytelite.propeller.nodes.array.items import (
     ArrayView,
     ItemEvents,
     ItemExecutionContext,
@@ -35,7 +35,7 @@ from flytelite.propeller.array.items import (
     item_spec,
     item_template,
 )
-from flytelite.propeller.array.state import ARRAY_DONE, ArrayPhase, ArrayState
+from flytelite.propeller.nodes.array.state import ARRAY_DONE, ArrayPhase, ArrayState
 from flytelite.propeller.nodes.handler import NodeExecutionContext, NodeHandler, PhaseInfo, SubNodeExecutor
 from flytelite.propeller.offloading import LiteralTooLarge, offload_large_literal
 from flytelite.propeller.phases import NODE_DONE, NodeStatusPhase

@@ -9,7 +9,7 @@ from flytelite.propeller.plugins.core import TaskExecutionContext
 from flytelite.propeller.plugins.kubernetes import names, pods
 from flytelite.store.flyteworkflow import ExecutionSpec
 from tests.propeller import harness as h
-from tests.propeller.kubernetes import k8s_tasks as kt
+from tests.propeller.plugins.kubernetes import k8s_tasks as kt
 
 KEY = ("flytesnacks", "development", "abc123")
 

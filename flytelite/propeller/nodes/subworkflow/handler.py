@@ -7,7 +7,7 @@ succeeds with the subworkflow's end-node outputs. When the subworkflow fails the
 while it fails as a workflow does (Flyte's WorkflowNodePhaseFailing): the subworkflow's other nodes
 are aborted, its own failure node (`@workflow(on_failure=...)`) runs with the error, and then the
 node fails, with the subworkflow's error or, if the failure node failed, with the failure node's.
-(Launch-plan references are another kind: nodes/launch_plan.py.)
+(Launch-plan references are another kind: nodes/launch_plan/.)
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from flytelite.catalog import Catalog, catalog_key
 from flytelite.compiler import compile_workflow
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.nodes.registry import default_handlers
-from flytelite.propeller.nodes.task_cache import WAITING_REASON
+from flytelite.propeller.nodes.task.cache import WAITING_REASON
 from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
 from flytelite.store.models import CatalogReservation
 from tests.catalog.helpers import ManualClock
@@ -127,7 +127,7 @@ def test_second_run_is_a_hit_that_starts_nothing(tmp_path):
     assert first.cache_status == POPULATED and second.cache_status == HIT
     # Both name the same dataset and tag; the hit says which execution computed it.
     assert first.catalog_key.dataset_id == second.catalog_key.dataset_id
-    assert second.catalog_key.dataset_id.name == "flyte_task-tests.propeller.test_cache.cached_double"
+    assert second.catalog_key.dataset_id.name == "flyte_task-tests.propeller.nodes.task.test_cache.cached_double"
     assert second.catalog_key.dataset_id.version.startswith("1-")
     assert second.catalog_key.artifact_tag.name.startswith("flyte_cached-")
     assert second.catalog_key.artifact_tag.artifact_id == first.catalog_key.artifact_tag.artifact_id
@@ -310,7 +310,7 @@ def test_admin_shows_cache_status_and_catalog_key_on_node_executions(tmp_path):
         plugin.task_types = ("python-task",)
         plugins = registry(plugin)
         harness.register(double_wf)
-        name = "tests.propeller.test_cache.double_wf"
+        name = "tests.propeller.nodes.task.test_cache.double_wf"
         ids = []
 
         async def go():
@@ -342,7 +342,7 @@ def test_admin_shows_cache_status_and_catalog_key_on_node_executions(tmp_path):
         assert second.closure.phase == 3
         key = second.closure.task_node_metadata.catalog_key
         assert key.dataset_id.resource_type == idpb.DATASET
-        assert key.dataset_id.name == "flyte_task-" + "tests.propeller.test_cache.cached_double"
+        assert key.dataset_id.name == "flyte_task-" + "tests.propeller.nodes.task.test_cache.cached_double"
         assert key.source_task_execution.node_execution_id.execution_id.name == ids[0].name
     finally:
         harness.close()

@@ -3,7 +3,7 @@
 It owns the task-level view: building the plugin's TaskExecutionContext, reporting
 TaskExecutionEvents when the plugin's phase (or phase version) changes, and turning the plugin's
 result into the node's phase (outputs checked, errors passed on for the retry policy).
-Cached tasks ask the catalog first (task_cache.py): a hit succeeds with the cached outputs without
+Cached tasks ask the catalog first (cache.py): a hit succeeds with the cached outputs without
 starting the plugin and without a task execution, as in FlytePropeller; a success is stored.
 """
 
@@ -17,8 +17,8 @@ from flyteidl.event import event_pb2
 from flytelite.catalog import MAX_HEARTBEAT_INTERVAL, is_cacheable
 from flytelite.errors import InvalidArgument
 from flytelite.idl.error_kinds import SYSTEM, USER
-from flytelite.propeller.nodes import task_cache
 from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
+from flytelite.propeller.nodes.task import cache as task_cache
 from flytelite.propeller.phases import NodeStatusPhase
 from flytelite.propeller.plugins.core import PluginPhase, TaskExecutionContext, unique_key
 from flytelite.propeller.plugins.registry import PluginNotFound, PluginRegistry
@@ -78,7 +78,7 @@ class TaskHandler(NodeHandler):
         # Looked up once: a stat per item and check adds up in a 10,000-item map task.
         wrote_outputs = info.phase == PluginPhase.SUCCESS and nctx.blobs.exists(nctx.outputs_uri)
         if info.phase == PluginPhase.SUCCESS and info.futures_uri:
-            pass  # A dynamic task: its outputs come later, from the workflow it wrote (nodes/dynamic.py).
+            pass  # A dynamic task: its outputs come later, from the workflow it wrote (nodes/dynamic/).
         elif info.phase == PluginPhase.SUCCESS and len(task.interface.outputs.variables) and not wrote_outputs:
             info = info.failure("OutputsNotFound", f"task {task.id.name} succeeded but wrote no outputs.pb to "
                                 f"{nctx.output_dir}", kind=SYSTEM, retryable=True, logs=info.logs)

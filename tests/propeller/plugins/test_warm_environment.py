@@ -13,8 +13,8 @@ from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.warm.environment import EnvironmentSnapshot, mtime_ns
 from flytelite.propeller.plugins.warm.pool import WarmPool
 from tests.propeller import harness as h
+from tests.propeller.plugins.test_local_process import _gone
 from tests.propeller.task_envs import TaskEnv, editable_wheel, make_task_env, pip_install
-from tests.propeller.test_local_process import _gone
 
 
 def _launch(pool: WarmPool, env: TaskEnv, folder, task_name: str, inputs: dict, group: str | None = None):

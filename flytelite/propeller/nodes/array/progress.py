@@ -11,7 +11,7 @@ import base64
 
 from flyteidl.event import event_pb2
 
-from flytelite.propeller.array.state import ArrayState
+from flytelite.propeller.nodes.array.state import ArrayState
 
 REPORT_SECONDS = 1.0
 # Arrays up to this size report every change at once.

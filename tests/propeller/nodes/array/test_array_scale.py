@@ -46,7 +46,7 @@ def test_state_stays_small_for_many_items(tmp_path):
 def test_min_successes_rules():
     from flyteidl.core import workflow_pb2
 
-    from flytelite.propeller.nodes.array import min_successes
+    from flytelite.propeller.nodes.array.handler import min_successes
 
     assert min_successes(workflow_pb2.ArrayNode(), 10) == 10
     assert min_successes(workflow_pb2.ArrayNode(min_successes=3), 10) == 3
@@ -118,8 +118,8 @@ def test_held_progress_keeps_each_items_latest_phase_and_its_logs():
     from flyteidl.core import execution_pb2
     from flyteidl.event import event_pb2
 
-    from flytelite.propeller.array import progress
-    from flytelite.propeller.array.state import ArrayState
+    from flytelite.propeller.nodes.array import progress
+    from flytelite.propeller.nodes.array.state import ArrayState
 
     state = ArrayState.start(500)
     running = event_pb2.ExternalResourceInfo(index=7, retry_attempt=0, phase=2, external_id="x_n0_n7_0",
