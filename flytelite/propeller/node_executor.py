@@ -19,6 +19,7 @@ from flyteidl.core import execution_pb2, literals_pb2
 
 from flytelite.idl.error_kinds import SYSTEM, USER
 from flytelite.idl.ids import END_NODE, START_NODE
+from flytelite.propeller import error_codes as E
 from flytelite.propeller.bindings import BindingError, resolve_bindings
 from flytelite.propeller.execution_context import ExecutionRound
 from flytelite.propeller.failure_node import set_error_input
@@ -95,7 +96,7 @@ class NodeExecutor:
             if st.phase not in NODE_PASSED and st.phase not in NODE_FAILED:
                 blocked = not self.handle_node(rnd, node_id, scope) or blocked
             if st.phase in NODE_FAILED:
-                error = error or st.error or ErrorInfo("NodeFailed", f"node {scope.unique_id(node_id)} failed", USER)
+                error = error or st.error or ErrorInfo(E.NODE_FAILED, f"node {scope.unique_id(node_id)} failed", USER)
                 if not wf.fail_after_executable_nodes_complete:
                     break
         if blocked and rnd.parallelism < rnd.max_parallelism:
@@ -178,7 +179,7 @@ class NodeExecutor:
             st.message = f"aborted: {reason}"
             st.stopped_at = iso(rnd.now)
             self._event(nctx, execution_pb2.NodeExecution.ABORTED,
-                        error=ErrorInfo("NodeAborted", reason, USER))
+                        error=ErrorInfo(E.NODE_ABORTED, reason, USER))
 
     def handle_subnode(self, nctx: NodeExecutionContext, handler: NodeHandler) -> None:
         """Move a node that is in no DAG (an array item) as far as it goes this round.
@@ -222,7 +223,7 @@ class NodeExecutor:
         try:
             inputs = self._resolve_inputs(rnd, scope, spec_id)
         except BindingError as e:
-            info = PhaseInfo.failure("BindingResolutionFailure", str(e), kind=SYSTEM)
+            info = PhaseInfo.failure(E.BINDING_RESOLUTION_FAILURE, str(e), kind=SYSTEM)
             self._transition(nctx, info, NodeStatusPhase.FAILED)
             return False
         if scope.failure_error is not None:
@@ -250,7 +251,7 @@ class NodeExecutor:
                 if left <= 0:
                     message = f"task execution timeout [{_fmt(timeout)}] expired"
                     handler.abort(nctx, message)
-                    info = PhaseInfo.failure("TimeoutExpired", message, kind=USER, retryable=True)
+                    info = PhaseInfo.failure(E.TIMEOUT_EXPIRED, message, kind=USER, retryable=True)
                     timed_out = True
                 else:
                     rnd.requeue_in(left)

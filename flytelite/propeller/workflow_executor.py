@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from flytelite.context import Context, ExecutionKey
 from flytelite.idl.ids import END_NODE, execution_id
+from flytelite.propeller import error_codes as E
 from flytelite.propeller.clients import AdminClients, unconnected
 from flytelite.propeller.events import EventRecorder
 from flytelite.propeller.execution_context import ExecutionRound
@@ -134,7 +135,7 @@ class WorkflowExecutor:
             status.failed_attempts += 1
             status.message = f"evaluation round failed: {error}"
             give_up = status.failed_attempts >= MAX_FAILED_ROUNDS
-            err = ErrorInfo("EngineError", f"flytelite failed to evaluate execution {'/'.join(key)} "
+            err = ErrorInfo(E.ENGINE_ERROR, f"flytelite failed to evaluate execution {'/'.join(key)} "
                             f"{status.failed_attempts} times; last error: {error}", execution_pb2.ExecutionError.SYSTEM)
             if give_up:
                 status.phase, status.error = WorkflowStatusPhase.FAILED, err
@@ -172,7 +173,7 @@ class WorkflowExecutor:
             self._to(rnd, WorkflowStatusPhase.SUCCESS)
         elif phase == WorkflowStatusPhase.FAILING:
             self.nodes.abort_all(rnd, "Some node execution failed, auto-abort.")
-            err: ErrorInfo | None = status.error or ErrorInfo("UnknownError", status.message or "unknown error")
+            err: ErrorInfo | None = status.error or ErrorInfo(E.UNKNOWN_ERROR, status.message or "unknown error")
             if rnd.workflow.failure_node is not None:
                 self._to(rnd, WorkflowStatusPhase.HANDLING_FAILURE_NODE, error=err)
             else:
@@ -208,7 +209,7 @@ class WorkflowExecutor:
                        WorkflowStatusPhase.FAILED):
             if phase == WorkflowStatusPhase.FAILED:
                 status.stopped_at = now
-            err = (status.error or ErrorInfo("UnknownError", "Unknown error")).to_proto()
+            err = (status.error or ErrorInfo(E.UNKNOWN_ERROR, "Unknown error")).to_proto()
             # Flyte's API has no HandlingFailureNode phase: admin sees FAILING until the failure node is done.
             failed = phase == WorkflowStatusPhase.FAILED
             rnd.events.workflow(exec_id, WfPhase.FAILED if failed else WfPhase.FAILING, error=err)

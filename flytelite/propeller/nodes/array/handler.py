@@ -25,6 +25,7 @@ from flyteidl.core import execution_pb2, literals_pb2
 from flyteidl.event import event_pb2
 
 from flytelite.idl.error_kinds import SYSTEM, USER
+from flytelite.propeller import error_codes as E
 from flytelite.propeller.nodes.array import progress
 from flytelite.propeller.nodes.array.data import ArrayInputError, array_size, gather_outputs, load_inputs
 from flytelite.propeller.nodes.array.items import (
@@ -78,7 +79,8 @@ class ArrayHandler(NodeHandler):
         kind = sub.WhichOneof("target")
         if kind != "task_node":
             return PhaseInfo.failure(
-                "ArrayNodeKindNotSupported", f"array node {nctx.node_id} maps over a {kind or 'empty'} node; "
+                E.ARRAY_NODE_KIND_NOT_SUPPORTED,
+                f"array node {nctx.node_id} maps over a {kind or 'empty'} node; "
                 "flytelite runs array nodes over tasks (map_task) only", kind=USER)
         state = ArrayState.from_dict(nctx.status.array)
         try:
@@ -111,17 +113,17 @@ class ArrayHandler(NodeHandler):
         if state.phase == ArrayPhase.SUCCEEDED:
             return PhaseInfo.success(output_uri=nctx.outputs_uri)
         if state.phase in ARRAY_DONE:
-            return PhaseInfo.failure("ArrayNodeFailed", nctx.status.message or "the array node failed", kind=USER)
+            return PhaseInfo.failure(E.ARRAY_NODE_FAILED, nctx.status.message or "the array node failed", kind=USER)
         view = self._view(nctx)
         if view.task is None:
             ref = nctx.node.array_node.node.task_node.reference_id
-            return PhaseInfo.failure("TaskNotFound", f"array node {nctx.node_id} maps task {ref.name}@{ref.version}, "
+            return PhaseInfo.failure(E.TASK_NOT_FOUND, f"array node {nctx.node_id} maps task {ref.name}@{ref.version}, "
                                      "which the compiled workflow does not contain", kind=SYSTEM)
         if state.phase == ArrayPhase.NONE:
             try:
                 size = array_size(view.inputs, view.bound_inputs)
             except ArrayInputError as e:
-                return PhaseInfo.failure("InvalidArrayLength", f"array node {nctx.node_id}: {e}", kind=USER)
+                return PhaseInfo.failure(E.INVALID_ARRAY_LENGTH, f"array node {nctx.node_id}: {e}", kind=USER)
             for f in dataclasses.fields(ArrayState):
                 setattr(state, f.name, getattr(ArrayState.start(size), f.name))
             # Every item is known from the start, as not yet started (FlytePropeller's initial events).
@@ -143,14 +145,14 @@ class ArrayHandler(NodeHandler):
             state.phase = ArrayPhase.FAILED
             message = (f"{state.failed} of {state.size} items of array node {nctx.node_id} failed, and at least "
                        f"{needed} must succeed:\n{state.error_summary()}")
-            info = PhaseInfo.failure("ArrayNodeFailed", message, kind=USER)
+            info = PhaseInfo.failure(E.ARRAY_NODE_FAILED, message, kind=USER)
             self._report(nctx, view, state, TaskPhase.FAILED, events, every_item=True, error=info.error)
             return info
         if all_done:
             try:
                 outputs = self._gather(nctx, view, state)
             except LiteralTooLarge as e:
-                info = PhaseInfo.failure("LiteralTooLarge", str(e), kind=USER)
+                info = PhaseInfo.failure(E.LITERAL_TOO_LARGE, str(e), kind=USER)
                 self._report(nctx, view, state, TaskPhase.FAILED, events, every_item=True, error=info.error)
                 return info
             nctx.blobs.write_proto(nctx.outputs_uri, outputs)

@@ -16,6 +16,7 @@ import posixpath
 from flyteidl.core import literals_pb2, workflow_pb2
 
 from flytelite.idl.error_kinds import SYSTEM
+from flytelite.propeller import error_codes as E
 from flytelite.propeller.nodes.branch.conditions import decide_branch
 from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
 from flytelite.propeller.phases import NodeStatusPhase
@@ -45,8 +46,8 @@ class BranchHandler(NodeHandler):
             st.branch_taken = decision.taken
         scope = self.child_scope(nctx)
         if scope is None or not st.branch_taken:  # (an arm's scope is had only once one was taken)
-            return PhaseInfo.failure("DownstreamNodeNotFound", f"branch node {nctx.node_id} has no arm named "
-                                     f"{st.branch_taken}", kind=SYSTEM)
+            return PhaseInfo.failure(E.DOWNSTREAM_NODE_NOT_FOUND,
+                                     f"branch node {nctx.node_id} has no arm named {st.branch_taken}", kind=SYSTEM)
         outcome = nctx.nested.walk_dag(nctx.round, scope)
         if outcome.error is not None:
             return PhaseInfo(EPhase.FAILED, reason=outcome.error.message, error=outcome.error)

@@ -18,6 +18,7 @@ from flyteidl.core import catalog_pb2
 from flyteidl.event import event_pb2
 
 from flytelite.idl.error_kinds import SYSTEM, USER
+from flytelite.propeller import error_codes as E
 from flytelite.propeller.nodes.dynamic.workflow import (
     COMPILED_NAME,
     FUTURES_NAME,
@@ -55,7 +56,7 @@ class DynamicNodeHandler(NodeHandler):
             return self._produce_workflow(nctx, futures)
         scope = self.child_scope(nctx)
         if scope is None:
-            return PhaseInfo.failure("DynamicWorkflowNotFound", f"the compiled dynamic workflow of node "
+            return PhaseInfo.failure(E.DYNAMIC_WORKFLOW_NOT_FOUND, f"the compiled dynamic workflow of node "
                                      f"{nctx.node_id} is missing from {nctx.output_dir}", kind=SYSTEM)
         # A cache-serialized dynamic task holds its cache reservation until the whole node ends.
         self.task_handler.cache_heartbeat(nctx)
@@ -76,7 +77,7 @@ class DynamicNodeHandler(NodeHandler):
         try:
             closure = build_dynamic_workflow(nctx, futures)
         except DynamicBuildError as e:
-            return PhaseInfo.failure("DynamicWorkflowBuildFailed", str(e), kind=USER)
+            return PhaseInfo.failure(E.DYNAMIC_WORKFLOW_BUILD_FAILED, str(e), kind=USER)
         nctx.status.dynamic_phase = EXECUTING
         meta = event_pb2.TaskNodeMetadata(cache_status=catalog_pb2.CACHE_DISABLED)
         meta.dynamic_workflow.id.CopyFrom(closure.primary.template.id)

@@ -18,6 +18,7 @@ from flyteidl.admin import signal_pb2
 from flyteidl.core import execution_pb2, identifier_pb2, literals_pb2, types_pb2
 
 from flytelite.idl.error_kinds import SYSTEM, USER
+from flytelite.propeller import error_codes as E
 from flytelite.propeller.nodes.handler import NodeExecutionContext, NodeHandler, PhaseInfo
 from flytelite.propeller.status import parse_iso
 
@@ -38,7 +39,7 @@ class GateHandler(NodeHandler):
             return self._approve(nctx, gate.approve.signal_id)
         if condition == "signal":
             return self._signal(nctx, gate.signal)
-        return PhaseInfo.failure("BadSpecificationError", f"gate node {nctx.node_id} has no condition: it needs "
+        return PhaseInfo.failure(E.BAD_SPECIFICATION_ERROR, f"gate node {nctx.node_id} has no condition: it needs "
                                  "sleep, approve or signal", kind=SYSTEM)
 
     def _sleep(self, nctx: NodeExecutionContext, duration: timedelta, started: datetime) -> PhaseInfo:
@@ -54,10 +55,10 @@ class GateHandler(NodeHandler):
             return PhaseInfo.running(f"waiting for approval (signal {signal_id!r})")
         value = signal.value
         if not (value.HasField("scalar") and value.scalar.primitive.WhichOneof("value") == "boolean"):
-            return PhaseInfo.failure("RuntimeExecutionError", f"received a non-boolean approve signal value for "
+            return PhaseInfo.failure(E.RUNTIME_EXECUTION_ERROR, f"received a non-boolean approve signal value for "
                                      f"signal {signal_id!r}: {value}", kind=execution_pb2.ExecutionError.UNKNOWN)
         if not value.scalar.primitive.boolean:
-            return PhaseInfo.failure("ReceivedRejectSignal", f"received a reject signal to disapprove the node input "
+            return PhaseInfo.failure(E.RECEIVED_REJECT_SIGNAL, f"received a reject signal to disapprove the node input "
                                      f"values (signal {signal_id!r} was set to False)", kind=USER)
         # Approved: the gate's outputs are its inputs (the upstream value it held back).
         inputs = nctx.blobs.read_proto_if_exists(nctx.input_uri, literals_pb2.LiteralMap) or literals_pb2.LiteralMap()

@@ -20,6 +20,7 @@ from flyteidl.event import event_pb2
 
 from flytelite import errors
 from flytelite.idl.error_kinds import SYSTEM, USER
+from flytelite.propeller import error_codes as E
 from flytelite.propeller.clients.launchplan import LaunchContext
 from flytelite.propeller.nodes.handler import NodeExecutionContext, NodeHandler, PhaseInfo
 from flytelite.propeller.recovery import original_child_execution
@@ -83,7 +84,7 @@ class LaunchPlanHandler(NodeHandler):
             info = PhaseInfo.failure(err.code or "LaunchPlanExecutionFailed", err.message, kind=err.kind)
             return info
         if phase == WfPhase.ABORTED:
-            return PhaseInfo.failure("RemoteChildWorkflowExecutionFailed",
+            return PhaseInfo.failure(E.REMOTE_CHILD_WORKFLOW_EXECUTION_FAILED,
                                      f"launchplan [{child.name}] aborted: launchplan execution aborted", kind=USER)
         return PhaseInfo.running(f"child execution {child.name} is {WfPhase.Name(phase)}")
 
@@ -94,7 +95,7 @@ class LaunchPlanHandler(NodeHandler):
         elif closure.outputs.uri:
             outputs = blobs.read_proto_if_exists(closure.outputs.uri, literals_pb2.LiteralMap)
             if outputs is None:
-                return PhaseInfo.failure("RuntimeExecutionError", f"remote output for launchplan execution "
+                return PhaseInfo.failure(E.RUNTIME_EXECUTION_ERROR, f"remote output for launchplan execution "
                                          f"{child.name} was not found, uri [{closure.outputs.uri}]", kind=SYSTEM)
         else:
             outputs = closure.outputs.values if closure.outputs.HasField("values") else literals_pb2.LiteralMap()
@@ -116,7 +117,7 @@ class LaunchPlanHandler(NodeHandler):
         except errors.AlreadyExists:
             pass  # launched before a restart, or concurrently: the child stands
         except (errors.InvalidArgument, errors.NotFound, errors.FailedPrecondition) as e:
-            return PhaseInfo.failure("RuntimeExecutionError", f"failed to launch workflow "
+            return PhaseInfo.failure(E.RUNTIME_EXECUTION_ERROR, f"failed to launch workflow "
                                      f"{lp_ref.project}/{lp_ref.domain}/{lp_ref.name}@{lp_ref.version}: {e}",
                                      kind=USER)
         return None

@@ -17,6 +17,7 @@ from flyteidl.event import event_pb2
 from flytelite.catalog import MAX_HEARTBEAT_INTERVAL, is_cacheable
 from flytelite.errors import InvalidArgument
 from flytelite.idl.error_kinds import SYSTEM, USER
+from flytelite.propeller import error_codes as E
 from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
 from flytelite.propeller.nodes.task import cache as task_cache
 from flytelite.propeller.phases import NodeStatusPhase
@@ -39,12 +40,12 @@ class TaskHandler(NodeHandler):
         task = nctx.task
         if task is None:
             ref = nctx.node.task_node.reference_id
-            return PhaseInfo.failure("TaskNotFound", f"node {nctx.node_id} runs task {ref.name}@{ref.version}, "
+            return PhaseInfo.failure(E.TASK_NOT_FOUND, f"node {nctx.node_id} runs task {ref.name}@{ref.version}, "
                                      "which the compiled workflow does not contain", kind=SYSTEM)
         try:
             plugin = self.plugins.get(task.type, nctx.round.key)
         except PluginNotFound as e:
-            return PhaseInfo.failure("UnsupportedTaskType", f"task {task.id.name}: {e}", kind=USER)
+            return PhaseInfo.failure(E.UNSUPPORTED_TASK_TYPE, f"task {task.id.name}: {e}", kind=USER)
         tstatus = nctx.status.task
         if tstatus is None:
             tstatus = nctx.status.task = TaskStatus()
@@ -56,7 +57,7 @@ class TaskHandler(NodeHandler):
             try:
                 check = task_cache.before_run(cache_run, state)
             except InvalidArgument as e:
-                return PhaseInfo.failure("CacheKeyError", str(e), kind=USER)
+                return PhaseInfo.failure(E.CACHE_KEY_ERROR, str(e), kind=USER)
             finally:
                 tstatus.cache = state.to_dict()
             if check.recheck_after is not None:
@@ -80,7 +81,7 @@ class TaskHandler(NodeHandler):
         if info.phase == PluginPhase.SUCCESS and info.futures_uri:
             pass  # A dynamic task: its outputs come later, from the workflow it wrote (nodes/dynamic/).
         elif info.phase == PluginPhase.SUCCESS and len(task.interface.outputs.variables) and not wrote_outputs:
-            info = info.failure("OutputsNotFound", f"task {task.id.name} succeeded but wrote no outputs.pb to "
+            info = info.failure(E.OUTPUTS_NOT_FOUND, f"task {task.id.name} succeeded but wrote no outputs.pb to "
                                 f"{nctx.output_dir}", kind=SYSTEM, retryable=True, logs=info.logs)
 
         output_uri = nctx.outputs_uri if info.phase == PluginPhase.SUCCESS and wrote_outputs else ""
