@@ -6,7 +6,6 @@ rules for reuse by the admin (input validation) and the engine.
 """
 
 from flytelite.compiler.errors import ALL_CODES, CompileError, CompilerIssue
-from flytelite.compiler.graph import END_NODE_ID, START_NODE_ID
 from flytelite.compiler.literals import literal_matches_type, literal_type_for_literal
 from flytelite.compiler.requirements import Requirements, get_requirements
 from flytelite.compiler.task import compile_task
@@ -15,8 +14,6 @@ from flytelite.compiler.workflow import compile_workflow
 
 __all__ = [
     "ALL_CODES",
-    "END_NODE_ID",
-    "START_NODE_ID",
     "CompileError",
     "CompilerIssue",
     "Requirements",

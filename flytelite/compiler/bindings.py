@@ -18,9 +18,9 @@ from flyteidl.core import interface_pb2, literals_pb2, types_pb2
 
 from flytelite.compiler import errors as E
 from flytelite.compiler.builder import NodeBuilder, WorkflowBuilder
-from flytelite.compiler.graph import START_NODE_ID
 from flytelite.compiler.literals import literal_type_for_scalar
 from flytelite.compiler.types import is_optional, literal_type_castable, type_to_str
+from flytelite.idl.ids import START_NODE
 
 LiteralType = types_pb2.LiteralType
 
@@ -213,7 +213,7 @@ def _bind_promise(w, n, param, promise, expected, errs, check_types):
 
 def _find_node(w: WorkflowBuilder, node_id: str, errs: E.Errors) -> NodeBuilder | None:
     if node_id == "":
-        return w.get_node(START_NODE_ID)
+        return w.get_node(START_NODE)
     up = w.get_node(node_id)
     if up is None:
         errs.add(

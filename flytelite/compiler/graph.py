@@ -13,9 +13,7 @@ from collections.abc import Callable, Iterable
 from flyteidl.core import compiler_pb2
 
 from flytelite.compiler import errors as E
-
-START_NODE_ID = "start-node"
-END_NODE_ID = "end-node"
+from flytelite.idl.ids import END_NODE, START_NODE
 
 
 class Graph:
@@ -25,10 +23,10 @@ class Graph:
 
     def add_upstream_edge(self, provider: str, dependent: str) -> None:
         # An empty node id in a promise means "the workflow inputs".
-        self.upstream.setdefault(dependent, set()).add(provider or START_NODE_ID)
+        self.upstream.setdefault(dependent, set()).add(provider or START_NODE)
 
     def add_downstream_edge(self, provider: str, dependent: str) -> None:
-        self.downstream.setdefault(provider or START_NODE_ID, set()).add(dependent)
+        self.downstream.setdefault(provider or START_NODE, set()).add(dependent)
 
     def add_execution_edge(self, provider: str, dependent: str) -> None:
         self.add_downstream_edge(provider, dependent)
@@ -73,19 +71,19 @@ def detect_cycle(start: str, neighbors: Callable[[str], Iterable[str]]) -> tuple
 def validate_reachable(graph: Graph, node_ids: Iterable[str], errs: E.Errors) -> bool:
     """Every node must be reachable from the start node and the graph must be acyclic."""
     all_ids = set(node_ids)
-    cycle, visited, found = detect_cycle(START_NODE_ID, lambda n: graph.downstream.get(n, ()))
+    cycle, visited, found = detect_cycle(START_NODE, lambda n: graph.downstream.get(n, ()))
     if found:
         errs.add(
             E.CYCLE_DETECTED,
-            START_NODE_ID,
+            START_NODE,
             f"The workflow has a cycle: {' > '.join(cycle)}. Remove one of these dependencies.",
         )
     else:
-        unreachable = sorted(all_ids - visited - {END_NODE_ID})
+        unreachable = sorted(all_ids - visited - {END_NODE})
         if unreachable:
             errs.add(
                 E.UNREACHABLE_NODES,
-                START_NODE_ID,
+                START_NODE,
                 f"The workflow has nodes that can never run: [{','.join(unreachable)}]. "
                 "Make sure they depend (directly or not) on the workflow start.",
             )

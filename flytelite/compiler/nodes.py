@@ -10,18 +10,18 @@ from __future__ import annotations
 from flytelite.compiler import errors as E
 from flytelite.compiler.bindings import EdgeDirection, validate_bindings
 from flytelite.compiler.builder import NodeBuilder, WorkflowBuilder, id_key, id_str
-from flytelite.compiler.graph import END_NODE_ID, START_NODE_ID
 from flytelite.compiler.interface import (
     effective_outputs,
     task_not_found_message,
     validate_underlying_interface,
 )
+from flytelite.idl.ids import END_NODE, START_NODE
 
 
 def validate_node(w: WorkflowBuilder, n: NodeBuilder, check_condition_types: bool, errs: E.Errors) -> bool:
     if not n.id:
         errs.add(E.VALUE_REQUIRED, "<node>", "A node has no id; every node needs a unique id.")
-    if n.id in (START_NODE_ID, END_NODE_ID):
+    if n.id in (START_NODE, END_NODE):
         return True
     if validate_underlying_interface(w, n, errs.scope()) is not None:
         effective_outputs(n, errs.scope())

@@ -21,10 +21,11 @@ from flytelite.compiler.builder import (
     id_key,
     id_str,
 )
-from flytelite.compiler.graph import END_NODE_ID, START_NODE_ID, validate_reachable
+from flytelite.compiler.graph import validate_reachable
 from flytelite.compiler.interface import task_not_found_message, validate_interface
 from flytelite.compiler.nodes import add_edges, validate_node
 from flytelite.compiler.requirements import collect_requirements, index_subworkflows
+from flytelite.idl.ids import END_NODE, START_NODE
 
 
 def _own_requirements(w: WorkflowBuilder) -> None:
@@ -49,7 +50,7 @@ def validate_workflow(index: Index, compiled: compiler_pb2.CompiledWorkflow, err
 
     t.interface.SetInParent()
     iface_errs = errs.scope()
-    validate_interface(START_NODE_ID, t.interface, iface_errs)
+    validate_interface(START_NODE, t.interface, iface_errs)
     if not iface_errs.ok:
         return None
 
@@ -59,15 +60,15 @@ def validate_workflow(index: Index, compiled: compiler_pb2.CompiledWorkflow, err
         checkpoint[-1].CopyFrom(node)
     del t.nodes[:]
 
-    start = t.nodes.add(id=START_NODE_ID)
+    start = t.nodes.add(id=START_NODE)
     start_b = NodeBuilder(start)
     start_b.interface = interface_pb2.TypedInterface(outputs=t.interface.inputs)
-    w.nodes[START_NODE_ID] = start_b
-    end = t.nodes.add(id=END_NODE_ID)
+    w.nodes[START_NODE] = start_b
+    end = t.nodes.add(id=END_NODE)
     end.inputs.extend(t.outputs)
     end_b = NodeBuilder(end)
     end_b.interface = interface_pb2.TypedInterface(inputs=t.interface.outputs)
-    w.nodes[END_NODE_ID] = end_b
+    w.nodes[END_NODE] = end_b
 
     # Top-level nodes (not branch arms) must all run before the workflow ends.
     top_level: set[str] = set()
@@ -85,7 +86,7 @@ def validate_workflow(index: Index, compiled: compiler_pb2.CompiledWorkflow, err
     # Sorted so edges (and any errors) come out the same way every time.
     node_ids = sorted(w.nodes)
     for node_id in node_ids:
-        if node_id != START_NODE_ID:
+        if node_id != START_NODE:
             add_edges(w, w.nodes[node_id], EdgeDirection.BIDIRECTIONAL, errs.scope())
 
     failure = w.failure_node()
@@ -94,16 +95,16 @@ def validate_workflow(index: Index, compiled: compiler_pb2.CompiledWorkflow, err
         add_edges(w, failure, EdgeDirection.UPSTREAM, errs.scope())
 
     for node_id in node_ids:
-        if node_id in (START_NODE_ID, END_NODE_ID) or node_id not in top_level:
+        if node_id in (START_NODE, END_NODE) or node_id not in top_level:
             continue
         # Nodes depending on nothing start with the workflow; nodes nothing depends on feed its end.
         if node_id not in w.graph.upstream:
-            w.graph.add_execution_edge(START_NODE_ID, node_id)
+            w.graph.add_execution_edge(START_NODE, node_id)
         if node_id not in w.graph.downstream:
-            w.graph.add_execution_edge(node_id, END_NODE_ID)
+            w.graph.add_execution_edge(node_id, END_NODE)
 
     out_errs = errs.scope()
-    validate_interface(END_NODE_ID, end_b.interface, out_errs)
+    validate_interface(END_NODE, end_b.interface, out_errs)
     if out_errs.ok:
         validate_bindings(
             w, end_b, end.inputs, end_b.interface.inputs, True, EdgeDirection.BIDIRECTIONAL, errs.scope()
@@ -177,12 +178,12 @@ def compile_workflow(
         if id_key(ident) not in index.launch_plans:
             errs.add(
                 E.WORKFLOW_REFERENCE_NOT_FOUND,
-                START_NODE_ID,
+                START_NODE,
                 f"Launch plan [{id_str(ident)}] is not among the launch plans provided.",
             )
     for ident in reqs.task_ids:
         if id_key(ident) not in index.tasks:
-            errs.add(E.TASK_REFERENCE_NOT_FOUND, START_NODE_ID, task_not_found_message(ident))
+            errs.add(E.TASK_REFERENCE_NOT_FOUND, START_NODE, task_not_found_message(ident))
     errs.raise_if_any()
 
     validate_workflow(index, compiled, errs.scope())

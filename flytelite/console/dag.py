@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from flyteidl.core import compiler_pb2, workflow_pb2
 
 from flytelite.console.layout import esc, phase_class
+from flytelite.idl.ids import END_NODE, START_NODE
 
 NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 170, 44, 60, 18, 10
-START, END = "start-node", "end-node"
 
 
 @dataclass(frozen=True)
@@ -50,18 +50,20 @@ def node_kind(node: workflow_pb2.Node) -> tuple[str, str]:
 def dag_nodes(compiled: compiler_pb2.CompiledWorkflow) -> list[DagNode]:
     template = compiled.template
     upstream = {k: tuple(v.ids) for k, v in compiled.connections.upstream.items()}
-    nodes: list[DagNode] = [DagNode(START, "start", "start", ())]
+    nodes: list[DagNode] = [DagNode(START_NODE, "start", "start", ())]
     ids = {n.id for n in template.nodes}
     for node in template.nodes:
-        if node.id in (START, END):
+        if node.id in (START_NODE, END_NODE):
             continue
         kind, detail = node_kind(node)
-        ups = upstream.get(node.id) or tuple(node.upstream_node_ids) or (START,)
-        nodes.append(DagNode(node.id, detail or node.id, kind, tuple(u for u in ups if u in ids or u == START)))
+        ups = upstream.get(node.id) or tuple(node.upstream_node_ids) or (START_NODE,)
+        known = tuple(u for u in ups if u in ids or u == START_NODE)
+        nodes.append(DagNode(node.id, detail or node.id, kind, known))
     # The end node waits for the nodes that nothing else waits for (or what the compiler recorded).
     consumed = {u for n in nodes for u in n.upstream}
-    end_ups = upstream.get(END) or tuple(n.id for n in nodes if n.id not in consumed and n.id != START) or (START,)
-    nodes.append(DagNode(END, "end", "end", tuple(end_ups)))
+    end_ups = (upstream.get(END_NODE) or tuple(n.id for n in nodes if n.id not in consumed and n.id != START_NODE)
+               or (START_NODE,))
+    nodes.append(DagNode(END_NODE, "end", "end", tuple(end_ups)))
     return nodes
 
 
@@ -117,7 +119,7 @@ def render_dag(compiled: compiler_pb2.CompiledWorkflow, phases: dict[str, str]) 
     boxes = []
     for n in nodes:
         x, y = pos[n.id]
-        phase = phases.get(n.id, "SUCCEEDED" if n.id == START and phases else "NOT_STARTED")
+        phase = phases.get(n.id, "SUCCEEDED" if n.id == START_NODE and phases else "NOT_STARTED")
         cls = "skip" if phase == "SKIPPED" else phase_class(phase)
         title = f"{n.id} ({n.kind}): {phase}"
         small = n.id if n.kind in ("start", "end") else f"{n.kind} · {n.id}"

@@ -27,6 +27,7 @@ from flytelite.console.layout import (
 )
 from flytelite.console.literals import HtmlFormatter, render_literal
 from flytelite.console.views import AttemptView, ExecutionView, NodeView, SignalView
+from flytelite.idl.ids import END_NODE, START_NODE
 
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "ABORTED", "TIMED_OUT"})
 
@@ -40,9 +41,9 @@ def execution_page(view: ExecutionView, link: LinkFor, now: datetime) -> str:
         top = {n.node_id: n.phase for n in view.nodes}
         # The list hides start and end nodes (as FlyteConsole does); the graph shows them with the run.
         if view.started_at is not None:
-            top["start-node"] = "SUCCEEDED"
+            top[START_NODE] = "SUCCEEDED"
         if view.phase == "SUCCEEDED":
-            top["end-node"] = "SUCCEEDED"
+            top[END_NODE] = "SUCCEEDED"
         parts.append(f"<h2>Graph</h2><div class='dag' id='dag' data-live>{render_dag(view.compiled, top)}</div>")
     rows = "".join(row for node in view.nodes for row in _node_rows(node, 0, fmt, link))
     nodes = ("<table id='nodes'><tr><th>Node</th><th>Phase</th><th>Started</th><th>Duration</th><th>Attempts</th>"

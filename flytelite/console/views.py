@@ -16,6 +16,7 @@ from google.protobuf import duration_pb2, timestamp_pb2
 from sqlalchemy import select
 
 from flytelite.context import Context
+from flytelite.idl.ids import END_NODE, START_NODE
 from flytelite.idl.phases import (
     NODE_TERMINAL,
     TASK_TERMINAL,
@@ -28,7 +29,7 @@ from flytelite.idl.times import from_timestamp
 from flytelite.store.models import Execution, FlyteWorkflow, NodeExecution, Signal, TaskExecution
 
 # FlyteConsole hides the start and end nodes; their data is the workflow's inputs and outputs.
-HIDDEN_NODES = frozenset({"start-node", "end-node"})
+HIDDEN_NODES = frozenset({START_NODE, END_NODE})
 # Above this many node executions, node inputs and outputs are not read (one page refresh, many blobs).
 MAX_NODES_WITH_DATA = 200
 

@@ -14,6 +14,10 @@ LAUNCH_PLAN = idpb.LAUNCH_PLAN
 
 RESOURCE_NAMES: dict[int, str] = {TASK: "task", WORKFLOW: "workflow", LAUNCH_PLAN: "launch plan"}
 
+# The node ids Flyte's compiler gives every workflow's entry and exit.
+START_NODE = "start-node"
+END_NODE = "end-node"
+
 
 def entity_key(ident: idpb.Identifier) -> tuple[str, str, str, str]:
     return (ident.project, ident.domain, ident.name, ident.version)

@@ -14,6 +14,7 @@ from flyteidl.core import literals_pb2, types_pb2
 from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict
 
+from flytelite.idl.ids import START_NODE
 from flytelite.storage import BlobStore
 
 MESSAGEPACK = "msgpack"
@@ -66,7 +67,7 @@ def _resolve(data: literals_pb2.BindingData, outputs_of: OutputReader, aliases, 
 
 
 def _resolve_promise(promise, outputs_of: OutputReader, aliases, blobs) -> literals_pb2.Literal:
-    node_id = promise.node_id or "start-node"
+    node_id = promise.node_id or START_NODE
     var = aliases(node_id).get(promise.var, promise.var)
     outputs = outputs_of(node_id)
     if var not in outputs.literals:

@@ -6,7 +6,7 @@ is start-node (so it gets the workflow's inputs). A failure task that declares f
 input gets the workflow's error in it. When the failure node succeeds the workflow fails with its
 original error; when the failure node itself fails (or times out) the workflow fails with that error.
 A failing subworkflow runs its own failure node the same way, inside the subworkflow node's scope
-(nodes/subworkflow.py, as FlytePropeller's HandleFailureNodeOfSubWorkflow).
+(nodes/subworkflow/, as FlytePropeller's HandleFailureNodeOfSubWorkflow).
 This module never touches the DAG's own nodes.
 """
 
@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 
 from flyteidl.core import execution_pb2, literals_pb2, types_pb2, workflow_pb2
 
+from flytelite.propeller import error_codes as E
 from flytelite.propeller.execution_context import ExecutionRound
-from flytelite.propeller.phases import NODE_FAILED, NODE_PASSED, NodePhase
+from flytelite.propeller.phases import NODE_FAILED, NODE_PASSED, NodeStatusPhase
 from flytelite.propeller.scope import DagScope
 from flytelite.propeller.status import ErrorInfo
 
@@ -49,7 +50,7 @@ def handle_failure_node(nodes: NodeExecutor, rnd: ExecutionRound) -> tuple[bool,
 
     `nodes` is the NodeExecutor: the failure node is handled by its kind's handler like any node.
     """
-    error = rnd.status.error or ErrorInfo("UnknownError", f"Unknown error, last seen message [{rnd.status.message}]",
+    error = rnd.status.error or ErrorInfo(E.UNKNOWN_ERROR, f"Unknown error, last seen message [{rnd.status.message}]",
                                           execution_pb2.ExecutionError.UNKNOWN)
     node = rnd.workflow.failure_node
     assert node is not None, "only a workflow with a failure node handles one"
@@ -67,10 +68,10 @@ def run_failure_node(nodes: SubNodeExecutor, rnd: ExecutionRound, scope: DagScop
     if st.phase not in NODE_PASSED and st.phase not in NODE_FAILED:
         scope.failure_error = error
         nodes.handle_node(rnd, node.id, scope)
-    if st.phase == NodePhase.TIMED_OUT:
-        return True, ErrorInfo("TimedOut", "FailureNode Timed-out", execution_pb2.ExecutionError.USER)
+    if st.phase == NodeStatusPhase.TIMED_OUT:
+        return True, ErrorInfo(E.TIMED_OUT, "FailureNode Timed-out", execution_pb2.ExecutionError.USER)
     if st.phase in NODE_FAILED:
-        return True, st.error or ErrorInfo("FailureNodeFailed", f"failure node {scope.unique_id(node.id)} failed",
+        return True, st.error or ErrorInfo(E.FAILURE_NODE_FAILED, f"failure node {scope.unique_id(node.id)} failed",
                                            execution_pb2.ExecutionError.USER)
     if st.phase in NODE_PASSED:
         return True, error

@@ -17,38 +17,46 @@ from datetime import timedelta
 
 from flyteidl.core import execution_pb2, literals_pb2
 
+from flytelite.idl.error_kinds import SYSTEM, USER
+from flytelite.idl.ids import END_NODE, START_NODE
+from flytelite.propeller import error_codes as E
 from flytelite.propeller.bindings import BindingError, resolve_bindings
 from flytelite.propeller.execution_context import ExecutionRound
 from flytelite.propeller.failure_node import set_error_input
 from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
 from flytelite.propeller.nodes.registry import HandlerRegistry
 from flytelite.propeller.offloading import offloading_refusal
-from flytelite.propeller.phases import NODE_ACTIVE, NODE_FAILED, NODE_PASSED, NodePhase, node_event_phase
+from flytelite.propeller.phases import (
+    NODE_ACTIVE,
+    NODE_FAILED,
+    NODE_PASSED,
+    NodeStatusPhase,
+    node_event_phase,
+)
 from flytelite.propeller.recovery import recover_node
 from flytelite.propeller.scope import DagScope
 from flytelite.propeller.status import ErrorInfo, NodeStatus, iso, parse_iso
-from flytelite.propeller.workflow import END_NODE, START_NODE, node_kind
+from flytelite.propeller.workflow import node_kind
 
-USER, SYSTEM = execution_pb2.ExecutionError.USER, execution_pb2.ExecutionError.SYSTEM
 # A node may pass several phases in one round (queued -> running, failed attempt -> next attempt).
 MAX_STEPS_PER_ROUND = 8
 
 _NEXT_PHASE = {
-    EPhase.QUEUED: NodePhase.QUEUED,
-    EPhase.RUNNING: NodePhase.RUNNING,
-    EPhase.DYNAMIC_RUNNING: NodePhase.DYNAMIC_RUNNING,
-    EPhase.SUCCESS: NodePhase.SUCCEEDING,
-    EPhase.FAILED: NodePhase.FAILING,
-    EPhase.TIMED_OUT: NodePhase.TIMING_OUT,
-    EPhase.RETRYABLE_FAILURE: NodePhase.RETRYABLE_FAILURE,
-    EPhase.SKIP: NodePhase.SKIPPED,
-    EPhase.RECOVERED: NodePhase.RECOVERED,
+    EPhase.QUEUED: NodeStatusPhase.QUEUED,
+    EPhase.RUNNING: NodeStatusPhase.RUNNING,
+    EPhase.DYNAMIC_RUNNING: NodeStatusPhase.DYNAMIC_RUNNING,
+    EPhase.SUCCESS: NodeStatusPhase.SUCCEEDING,
+    EPhase.FAILED: NodeStatusPhase.FAILING,
+    EPhase.TIMED_OUT: NodeStatusPhase.TIMING_OUT,
+    EPhase.RETRYABLE_FAILURE: NodeStatusPhase.RETRYABLE_FAILURE,
+    EPhase.SKIP: NodeStatusPhase.SKIPPED,
+    EPhase.RECOVERED: NodeStatusPhase.RECOVERED,
 }
 # What a phase that needs finalizing settles into, and the event phase both report.
-_SETTLES_INTO: dict[int, NodePhase] = {
-    NodePhase.SUCCEEDING: NodePhase.SUCCEEDED,
-    NodePhase.FAILING: NodePhase.FAILED,
-    NodePhase.TIMING_OUT: NodePhase.TIMED_OUT,
+_SETTLES_INTO: dict[int, NodeStatusPhase] = {
+    NodeStatusPhase.SUCCEEDING: NodeStatusPhase.SUCCEEDED,
+    NodeStatusPhase.FAILING: NodeStatusPhase.FAILED,
+    NodeStatusPhase.TIMING_OUT: NodeStatusPhase.TIMED_OUT,
 }
 
 
@@ -80,7 +88,7 @@ class NodeExecutor:
         blocked = False
         for node_id in wf.order:
             st = scope.status(node_id)
-            if st.phase == NodePhase.NOT_YET_STARTED and st.data_dir \
+            if st.phase == NodeStatusPhase.NOT_YET_STARTED and st.data_dir \
                     and self._readiness(scope, node_id) == "not-ready":
                 # Visited before and still waiting for an upstream node (most of a long chain, every round):
                 # nothing _start would do, without building its context.
@@ -88,7 +96,7 @@ class NodeExecutor:
             if st.phase not in NODE_PASSED and st.phase not in NODE_FAILED:
                 blocked = not self.handle_node(rnd, node_id, scope) or blocked
             if st.phase in NODE_FAILED:
-                error = error or st.error or ErrorInfo("NodeFailed", f"node {scope.unique_id(node_id)} failed", USER)
+                error = error or st.error or ErrorInfo(E.NODE_FAILED, f"node {scope.unique_id(node_id)} failed", USER)
                 if not wf.fail_after_executable_nodes_complete:
                     break
         if blocked and rnd.parallelism < rnd.max_parallelism:
@@ -131,19 +139,19 @@ class NodeExecutor:
         st = nctx.status
         for _ in range(MAX_STEPS_PER_ROUND):
             phase = st.phase
-            if phase == NodePhase.NOT_YET_STARTED:
+            if phase == NodeStatusPhase.NOT_YET_STARTED:
                 started = self._start(nctx, handler)
                 if started is None:
                     return False
                 if not started:
                     return True
-            elif phase in (NodePhase.QUEUED, NodePhase.RUNNING, NodePhase.DYNAMIC_RUNNING):
+            elif phase in (NodeStatusPhase.QUEUED, NodeStatusPhase.RUNNING, NodeStatusPhase.DYNAMIC_RUNNING):
                 if not self._execute(nctx, handler):
                     return True
-            elif phase == NodePhase.RETRYABLE_FAILURE:
+            elif phase == NodeStatusPhase.RETRYABLE_FAILURE:
                 self._retry(nctx, handler)
             elif phase in _SETTLES_INTO:
-                if phase != NodePhase.SUCCEEDING:
+                if phase != NodeStatusPhase.SUCCEEDING:
                     handler.abort(nctx, st.message)
                 handler.finalize(nctx)
                 self._set_phase(nctx, _SETTLES_INTO[phase])
@@ -171,7 +179,7 @@ class NodeExecutor:
             st.message = f"aborted: {reason}"
             st.stopped_at = iso(rnd.now)
             self._event(nctx, execution_pb2.NodeExecution.ABORTED,
-                        error=ErrorInfo("NodeAborted", reason, USER))
+                        error=ErrorInfo(E.NODE_ABORTED, reason, USER))
 
     def handle_subnode(self, nctx: NodeExecutionContext, handler: NodeHandler) -> None:
         """Move a node that is in no DAG (an array item) as far as it goes this round.
@@ -180,10 +188,10 @@ class NodeExecutor:
         nils an array sub-node's input bindings), then takes the same steps as any node.
         """
         st = nctx.status
-        if st.phase == NodePhase.NOT_YET_STARTED:
+        if st.phase == NodeStatusPhase.NOT_YET_STARTED:
             st.output_dir = posixpath.join(st.data_dir, str(st.attempts))
             st.queued_at = iso(nctx.round.now)
-            self._transition(nctx, PhaseInfo(EPhase.QUEUED, reason="node queued"), NodePhase.QUEUED)
+            self._transition(nctx, PhaseInfo(EPhase.QUEUED, reason="node queued"), NodeStatusPhase.QUEUED)
         self._steps(nctx, handler)
 
     # -- phases -----------------------------------------------------------------------------
@@ -197,36 +205,37 @@ class NodeExecutor:
         st.data_dir = scope.node_data_dir(spec_id)
         st.output_dir = posixpath.join(st.data_dir, str(st.attempts))
         if spec_id == START_NODE:
-            st.phase, st.queued_at = NodePhase.QUEUED, iso(rnd.now)
+            st.phase, st.queued_at = NodeStatusPhase.QUEUED, iso(rnd.now)
             return True
         ready = self._readiness(scope, spec_id)
         if ready == "skip":
-            self._transition(nctx, PhaseInfo(EPhase.SKIP, reason="an upstream node was skipped"), NodePhase.SKIPPED)
+            self._transition(nctx, PhaseInfo(EPhase.SKIP, reason="an upstream node was skipped"),
+                             NodeStatusPhase.SKIPPED)
             return False
         if ready != "ready":
             return False
         recovered = recover_node(nctx) if rnd.spec.recover_from else None
         if recovered is not None:
-            self._transition(nctx, recovered, NodePhase.RECOVERED)
+            self._transition(nctx, recovered, NodeStatusPhase.RECOVERED)
             return False
         if handler.counts_for_parallelism and rnd.max_parallelism and rnd.parallelism >= rnd.max_parallelism:
             return None
         try:
             inputs = self._resolve_inputs(rnd, scope, spec_id)
         except BindingError as e:
-            info = PhaseInfo.failure("BindingResolutionFailure", str(e), kind=SYSTEM)
-            self._transition(nctx, info, NodePhase.FAILED)
+            info = PhaseInfo.failure(E.BINDING_RESOLUTION_FAILURE, str(e), kind=SYSTEM)
+            self._transition(nctx, info, NodeStatusPhase.FAILED)
             return False
         if scope.failure_error is not None:
             set_error_input(inputs, spec_id, scope.failure_error)
         refusal = offloading_refusal(rnd.ctx.config.literal_offloading, inputs, nctx.task) \
             if nctx.node.HasField("task_node") else None
         if refusal is not None:
-            self._transition(nctx, refusal, NodePhase.FAILED)
+            self._transition(nctx, refusal, NodeStatusPhase.FAILED)
             return False
         rnd.ctx.blobs.write_proto(nctx.input_uri, inputs)
         st.queued_at = iso(rnd.now)
-        self._transition(nctx, PhaseInfo(EPhase.QUEUED, reason="node queued"), NodePhase.QUEUED)
+        self._transition(nctx, PhaseInfo(EPhase.QUEUED, reason="node queued"), NodeStatusPhase.QUEUED)
         return True
 
     def _execute(self, nctx: NodeExecutionContext, handler: NodeHandler) -> bool:
@@ -242,7 +251,7 @@ class NodeExecutor:
                 if left <= 0:
                     message = f"task execution timeout [{_fmt(timeout)}] expired"
                     handler.abort(nctx, message)
-                    info = PhaseInfo.failure("TimeoutExpired", message, kind=USER, retryable=True)
+                    info = PhaseInfo.failure(E.TIMEOUT_EXPIRED, message, kind=USER, retryable=True)
                     timed_out = True
                 else:
                     rnd.requeue_in(left)
@@ -269,7 +278,8 @@ class NodeExecutor:
             return False
         self._transition(nctx, info, new)
         # A dynamic node that just compiled its children starts them in the same round.
-        return new in _SETTLES_INTO or new in (NodePhase.RETRYABLE_FAILURE, NodePhase.DYNAMIC_RUNNING)
+        return new in _SETTLES_INTO or new in (NodeStatusPhase.RETRYABLE_FAILURE,
+                                                NodeStatusPhase.DYNAMIC_RUNNING)
 
     def _retry(self, nctx: NodeExecutionContext, handler: NodeHandler) -> None:
         """Close the failed attempt and set up the next one (FlytePropeller's handleRetryableFailure)."""
@@ -282,12 +292,12 @@ class NodeExecutor:
         # A new attempt of a nested node runs its children afresh (their ids carry the attempt).
         st.sub_nodes, st.branch_taken, st.dynamic_phase = {}, None, None
         st.workflow_phase, st.workflow_error = None, None
-        st.phase = NodePhase.RUNNING
+        st.phase = NodeStatusPhase.RUNNING
         st.last_attempt_started_at = iso(nctx.round.now)
 
-    def _transition(self, nctx: NodeExecutionContext, info: PhaseInfo, new: NodePhase) -> None:
+    def _transition(self, nctx: NodeExecutionContext, info: PhaseInfo, new: NodeStatusPhase) -> None:
         st = nctx.status
-        if new != NodePhase.RETRYABLE_FAILURE:
+        if new != NodeStatusPhase.RETRYABLE_FAILURE:
             event_phase = node_event_phase(_SETTLES_INTO.get(new, new))
             if event_phase is not None:
                 self._event(nctx, event_phase, output_uri=info.output_uri, error=info.error,
@@ -298,10 +308,10 @@ class NodeExecutor:
         st.message = info.reason
         self._set_phase(nctx, new)
 
-    def _set_phase(self, nctx: NodeExecutionContext, new: NodePhase) -> None:
+    def _set_phase(self, nctx: NodeExecutionContext, new: NodeStatusPhase) -> None:
         st, now = nctx.status, iso(nctx.round.now)
         st.phase = new
-        if new == NodePhase.RUNNING:
+        if new == NodeStatusPhase.RUNNING:
             st.started_at = st.started_at or now
             st.last_attempt_started_at = st.last_attempt_started_at or now
         if new in NODE_PASSED or new in NODE_FAILED:
@@ -340,7 +350,7 @@ class NodeExecutor:
         skipped = False
         for up in scope.dag.upstream.get(node_id, ()):
             phase = scope.upstream_status(up).phase
-            if phase == NodePhase.SKIPPED:
+            if phase == NodeStatusPhase.SKIPPED:
                 skipped = True
             elif phase not in NODE_PASSED:
                 return "not-ready"
@@ -405,7 +415,8 @@ class NodeExecutor:
 
 def _holds_slot(handler: NodeHandler, st: NodeStatus) -> bool:
     # A dynamic node running its children holds no slot itself (else max_parallelism 1 would deadlock).
-    return handler.counts_for_parallelism and st.phase in NODE_ACTIVE and st.phase != NodePhase.DYNAMIC_RUNNING
+    return (handler.counts_for_parallelism and st.phase in NODE_ACTIVE
+            and st.phase != NodeStatusPhase.DYNAMIC_RUNNING)
 
 
 def _fmt(delta: timedelta) -> str:

@@ -18,6 +18,7 @@ from flyteidl.core import literals_pb2, tasks_pb2
 
 from flytelite.compiler.literals import literal_type_for_literal
 from flytelite.config import LiteralOffloadingConfig
+from flytelite.propeller import error_codes as E
 from flytelite.propeller.nodes.handler import PhaseInfo
 
 MB = 1024 * 1024
@@ -62,10 +63,10 @@ def offloading_refusal(cfg: LiteralOffloadingConfig, inputs: literals_pb2.Litera
     if _supported(cfg, sdk, runtime.version):
         return None
     if not cfg.enabled:
-        return PhaseInfo.failure("LiteralOffloadingDisabled", f"task {task.id.name} is trying to consume offloaded "
+        return PhaseInfo.failure(E.LITERAL_OFFLOADING_DISABLED, f"task {task.id.name} is trying to consume offloaded "
                                  "literals but literal_offloading is not enabled")
     return PhaseInfo.failure(
-        "LiteralOffloadingNotSupported",
+        E.LITERAL_OFFLOADING_NOT_SUPPORTED,
         f"Literal offloading is not supported for task {task.id.name}: it was registered with SDK version "
         f"{runtime.version or '(none)'}, older than {cfg.supported_sdk_versions.get(sdk, '(none for ' + sdk + ')')}"
         f", the least that reads offloaded literals; register it with a newer flytekit")

@@ -1,7 +1,8 @@
 """FlytePropeller's own phase numbers for workflow and node status, and how they map to event phases.
 
 The engine's persisted status uses these (Flyte's v1alpha1 numbers); events sent to admin use the
-flyteidl enums (`flyteidl.core.execution_pb2`), whose numbers differ.
+flyteidl enums (`flyteidl.core.execution_pb2`, named WorkflowPhase/NodePhase in `idl.phases`), whose
+numbers differ: hence the names WorkflowStatusPhase and NodeStatusPhase here.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from enum import IntEnum
 from flyteidl.core import execution_pb2 as ex
 
 
-class WorkflowPhase(IntEnum):
+class WorkflowStatusPhase(IntEnum):
     READY = 0
     RUNNING = 1
     SUCCEEDING = 2
@@ -22,10 +23,12 @@ class WorkflowPhase(IntEnum):
     HANDLING_FAILURE_NODE = 7
 
 
-WORKFLOW_DONE = frozenset({WorkflowPhase.SUCCESS, WorkflowPhase.FAILED, WorkflowPhase.ABORTED})
+WORKFLOW_DONE = frozenset({
+    WorkflowStatusPhase.SUCCESS, WorkflowStatusPhase.FAILED, WorkflowStatusPhase.ABORTED,
+})
 
 
-class NodePhase(IntEnum):
+class NodeStatusPhase(IntEnum):
     NOT_YET_STARTED = 0
     QUEUED = 1
     RUNNING = 2
@@ -42,29 +45,29 @@ class NodePhase(IntEnum):
 
 
 # Nodes in these phases are passed through: their downstream nodes may run.
-NODE_PASSED = frozenset({NodePhase.SUCCEEDED, NodePhase.SKIPPED, NodePhase.RECOVERED})
-NODE_FAILED = frozenset({NodePhase.FAILED, NodePhase.TIMED_OUT})
+NODE_PASSED = frozenset({NodeStatusPhase.SUCCEEDED, NodeStatusPhase.SKIPPED, NodeStatusPhase.RECOVERED})
+NODE_FAILED = frozenset({NodeStatusPhase.FAILED, NodeStatusPhase.TIMED_OUT})
 NODE_DONE = NODE_PASSED | NODE_FAILED
 # Nodes in these phases hold resources (a process, a child execution) and are aborted on terminate.
 NODE_ACTIVE = frozenset({
-    NodePhase.QUEUED, NodePhase.RUNNING, NodePhase.FAILING, NodePhase.SUCCEEDING,
-    NodePhase.RETRYABLE_FAILURE, NodePhase.TIMING_OUT, NodePhase.DYNAMIC_RUNNING,
+    NodeStatusPhase.QUEUED, NodeStatusPhase.RUNNING, NodeStatusPhase.FAILING, NodeStatusPhase.SUCCEEDING,
+    NodeStatusPhase.RETRYABLE_FAILURE, NodeStatusPhase.TIMING_OUT, NodeStatusPhase.DYNAMIC_RUNNING,
 })
 
 _NODE_EVENT_PHASE = {
-    NodePhase.QUEUED: ex.NodeExecution.QUEUED,
-    NodePhase.RUNNING: ex.NodeExecution.RUNNING,
+    NodeStatusPhase.QUEUED: ex.NodeExecution.QUEUED,
+    NodeStatusPhase.RUNNING: ex.NodeExecution.RUNNING,
     # A retryable failure is still running from admin's point of view (as in FlytePropeller).
-    NodePhase.RETRYABLE_FAILURE: ex.NodeExecution.RUNNING,
-    NodePhase.DYNAMIC_RUNNING: ex.NodeExecution.DYNAMIC_RUNNING,
-    NodePhase.SKIPPED: ex.NodeExecution.SKIPPED,
-    NodePhase.SUCCEEDED: ex.NodeExecution.SUCCEEDED,
-    NodePhase.FAILED: ex.NodeExecution.FAILED,
-    NodePhase.TIMED_OUT: ex.NodeExecution.TIMED_OUT,
-    NodePhase.RECOVERED: ex.NodeExecution.RECOVERED,
+    NodeStatusPhase.RETRYABLE_FAILURE: ex.NodeExecution.RUNNING,
+    NodeStatusPhase.DYNAMIC_RUNNING: ex.NodeExecution.DYNAMIC_RUNNING,
+    NodeStatusPhase.SKIPPED: ex.NodeExecution.SKIPPED,
+    NodeStatusPhase.SUCCEEDED: ex.NodeExecution.SUCCEEDED,
+    NodeStatusPhase.FAILED: ex.NodeExecution.FAILED,
+    NodeStatusPhase.TIMED_OUT: ex.NodeExecution.TIMED_OUT,
+    NodeStatusPhase.RECOVERED: ex.NodeExecution.RECOVERED,
 }
 
 
-def node_event_phase(phase: NodePhase) -> int | None:
+def node_event_phase(phase: NodeStatusPhase) -> int | None:
     """The flyteidl NodeExecution.Phase to report for a node phase (None: nothing to report)."""
     return _NODE_EVENT_PHASE.get(phase)

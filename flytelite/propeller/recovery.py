@@ -15,9 +15,8 @@ from flyteidl.core import catalog_pb2, literals_pb2
 from flyteidl.core import execution_pb2 as core_exec
 from flyteidl.event import event_pb2
 
-from flytelite.idl.ids import execution_id
+from flytelite.idl.ids import END_NODE, START_NODE, execution_id
 from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, PhaseInfo
-from flytelite.propeller.workflow import END_NODE, START_NODE
 
 log = logging.getLogger(__name__)
 _RECOVERABLE = (core_exec.NodeExecution.SUCCEEDED, core_exec.NodeExecution.RECOVERED)

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 from flyteidl.core import compiler_pb2, identifier_pb2, tasks_pb2, workflow_pb2
 
+from flytelite.idl.ids import END_NODE
 from flytelite.propeller.phases import NODE_PASSED
 from flytelite.propeller.status import ErrorInfo, NodeStatus
-from flytelite.propeller.workflow import END_NODE, ExecutableWorkflow
+from flytelite.propeller.workflow import ExecutableWorkflow
 
 MAX_UNIQUE_ID_LENGTH = 20
 # flytestdlib's base32 alphabet for hashed ids.

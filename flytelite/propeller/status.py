@@ -15,7 +15,7 @@ from typing import Any
 from flyteidl.core import execution_pb2
 
 from flytelite.idl.enums import as_enum
-from flytelite.propeller.phases import NodePhase, WorkflowPhase
+from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
 
 
 def iso(dt: datetime | None) -> str | None:
@@ -71,13 +71,13 @@ class TaskStatus:
     phase: int = 0  # flyteidl TaskExecution.Phase last reported to admin
     phase_version: int = 0
     plugin: dict[str, Any] = field(default_factory=dict)
-    # The catalog's view of this attempt (flytelite.propeller.nodes.task_cache.CacheState as a dict).
+    # The catalog's view of this attempt (flytelite.propeller.nodes.task.cache.CacheState as a dict).
     cache: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
 class NodeStatus:
-    phase: int = NodePhase.NOT_YET_STARTED
+    phase: int = NodeStatusPhase.NOT_YET_STARTED
     # The current attempt number (0-based); bumped on every retry, user or system.
     attempts: int = 0
     system_failures: int = 0
@@ -100,7 +100,7 @@ class NodeStatus:
     # subworkflow's own failure node runs, with the error the subworkflow failed with. Reset on every retry.
     workflow_phase: str | None = None
     workflow_error: ErrorInfo | None = None
-    # Array node (map task): flytelite.propeller.array.state.ArrayState as a dict.
+    # Array node (map task): flytelite.propeller.nodes.array.state.ArrayState as a dict.
     array: dict[str, Any] | None = None
 
     @classmethod
@@ -119,7 +119,7 @@ class NodeStatus:
 
 @dataclass
 class WorkflowStatus:
-    phase: int = WorkflowPhase.READY
+    phase: int = WorkflowStatusPhase.READY
     started_at: str | None = None
     stopped_at: str | None = None
     message: str = ""

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from flyteidl.core import compiler_pb2, identifier_pb2, literals_pb2, tasks_pb2, workflow_pb2
 
-START_NODE = "start-node"
-END_NODE = "end-node"
+from flytelite.idl.ids import END_NODE, START_NODE
 
 TaskKey = tuple[str, str, str, str]
 

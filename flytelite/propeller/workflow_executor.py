@@ -20,16 +20,17 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from flytelite.context import Context, ExecutionKey
-from flytelite.idl.ids import execution_id
+from flytelite.idl.ids import END_NODE, execution_id
+from flytelite.propeller import error_codes as E
 from flytelite.propeller.clients import AdminClients, unconnected
 from flytelite.propeller.events import EventRecorder
 from flytelite.propeller.execution_context import ExecutionRound
 from flytelite.propeller.failure_node import handle_failure_node
 from flytelite.propeller.leases import LeaseLost, Leases
 from flytelite.propeller.node_executor import NodeExecutor
-from flytelite.propeller.phases import WORKFLOW_DONE, WorkflowPhase
+from flytelite.propeller.phases import WORKFLOW_DONE, WorkflowStatusPhase
 from flytelite.propeller.status import ErrorInfo, WorkflowStatus, iso
-from flytelite.propeller.workflow import END_NODE, ExecutableWorkflow
+from flytelite.propeller.workflow import ExecutableWorkflow
 from flytelite.store.flyteworkflow import ExecutionSpec
 from flytelite.store.models import FlyteWorkflow
 from flytelite.store.statements import changed_rows
@@ -134,10 +135,11 @@ class WorkflowExecutor:
             status.failed_attempts += 1
             status.message = f"evaluation round failed: {error}"
             give_up = status.failed_attempts >= MAX_FAILED_ROUNDS
-            err = ErrorInfo("EngineError", f"flytelite failed to evaluate execution {'/'.join(key)} "
+            err = ErrorInfo(E.ENGINE_ERROR, f"flytelite failed to evaluate execution {'/'.join(key)} "
                             f"{status.failed_attempts} times; last error: {error}", execution_pb2.ExecutionError.SYSTEM)
             if give_up:
-                status.phase, status.error, status.stopped_at = WorkflowPhase.FAILED, err, iso(self.ctx.clock.now())
+                status.phase, status.error = WorkflowStatusPhase.FAILED, err
+                status.stopped_at = iso(self.ctx.clock.now())
             row.status_json = status.to_json()
             row.done = give_up
             row.updated_at = self.ctx.clock.now()
@@ -156,37 +158,37 @@ class WorkflowExecutor:
     def _advance(self, rnd: ExecutionRound) -> None:
         status = rnd.status
         phase = status.phase
-        if phase == WorkflowPhase.READY:
+        if phase == WorkflowStatusPhase.READY:
             status.data_dir = self.ctx.blobs.execution_dir(*rnd.key)
-            self._to(rnd, WorkflowPhase.RUNNING)
-        elif phase == WorkflowPhase.RUNNING:
+            self._to(rnd, WorkflowStatusPhase.RUNNING)
+        elif phase == WorkflowStatusPhase.RUNNING:
             outcome = self.nodes.walk(rnd)
             if outcome.error is not None:
-                self._to(rnd, WorkflowPhase.FAILING, error=outcome.error)
+                self._to(rnd, WorkflowStatusPhase.FAILING, error=outcome.error)
             elif outcome.complete:
-                self._to(rnd, WorkflowPhase.SUCCEEDING)
-        elif phase == WorkflowPhase.SUCCEEDING:
+                self._to(rnd, WorkflowStatusPhase.SUCCEEDING)
+        elif phase == WorkflowStatusPhase.SUCCEEDING:
             end = status.node(END_NODE)
             status.output_uri = posixpath.join(end.output_dir, "outputs.pb") if end.output_dir else ""
-            self._to(rnd, WorkflowPhase.SUCCESS)
-        elif phase == WorkflowPhase.FAILING:
+            self._to(rnd, WorkflowStatusPhase.SUCCESS)
+        elif phase == WorkflowStatusPhase.FAILING:
             self.nodes.abort_all(rnd, "Some node execution failed, auto-abort.")
-            err: ErrorInfo | None = status.error or ErrorInfo("UnknownError", status.message or "unknown error")
+            err: ErrorInfo | None = status.error or ErrorInfo(E.UNKNOWN_ERROR, status.message or "unknown error")
             if rnd.workflow.failure_node is not None:
-                self._to(rnd, WorkflowPhase.HANDLING_FAILURE_NODE, error=err)
+                self._to(rnd, WorkflowStatusPhase.HANDLING_FAILURE_NODE, error=err)
             else:
-                self._to(rnd, WorkflowPhase.FAILED, error=err)
-        elif phase == WorkflowPhase.HANDLING_FAILURE_NODE:
+                self._to(rnd, WorkflowStatusPhase.FAILED, error=err)
+        elif phase == WorkflowStatusPhase.HANDLING_FAILURE_NODE:
             done, err = handle_failure_node(self.nodes, rnd)
             if done:
-                self._to(rnd, WorkflowPhase.FAILED, error=err)
+                self._to(rnd, WorkflowStatusPhase.FAILED, error=err)
 
     def _abort(self, rnd: ExecutionRound, cause: str) -> None:
         """Admin's TerminateExecution: stop running nodes, report ABORTED (FlytePropeller's HandleAbortedWorkflow)."""
         self.nodes.abort_all(rnd, cause)
-        self._to(rnd, WorkflowPhase.ABORTED)
+        self._to(rnd, WorkflowStatusPhase.ABORTED)
 
-    def _to(self, rnd: ExecutionRound, phase: WorkflowPhase, error: ErrorInfo | None = None) -> None:
+    def _to(self, rnd: ExecutionRound, phase: WorkflowStatusPhase, error: ErrorInfo | None = None) -> None:
         """Transition and report it (FlytePropeller's TransitionToPhase)."""
         status, now = rnd.status, iso(rnd.now)
         if status.phase == phase:
@@ -195,22 +197,23 @@ class WorkflowExecutor:
         status.phase = phase
         if error is not None:
             status.error = error
-        if phase == WorkflowPhase.RUNNING:
+        if phase == WorkflowStatusPhase.RUNNING:
             status.started_at = status.started_at or now
             rnd.events.workflow(exec_id, WfPhase.RUNNING)
-        elif phase == WorkflowPhase.SUCCEEDING:
+        elif phase == WorkflowStatusPhase.SUCCEEDING:
             rnd.events.workflow(exec_id, WfPhase.SUCCEEDING)
-        elif phase == WorkflowPhase.SUCCESS:
+        elif phase == WorkflowStatusPhase.SUCCESS:
             status.stopped_at = now
             rnd.events.workflow(exec_id, WfPhase.SUCCEEDED, output_uri=status.output_uri)
-        elif phase in (WorkflowPhase.FAILING, WorkflowPhase.HANDLING_FAILURE_NODE, WorkflowPhase.FAILED):
-            if phase == WorkflowPhase.FAILED:
+        elif phase in (WorkflowStatusPhase.FAILING, WorkflowStatusPhase.HANDLING_FAILURE_NODE,
+                       WorkflowStatusPhase.FAILED):
+            if phase == WorkflowStatusPhase.FAILED:
                 status.stopped_at = now
-            err = (status.error or ErrorInfo("UnknownError", "Unknown error")).to_proto()
+            err = (status.error or ErrorInfo(E.UNKNOWN_ERROR, "Unknown error")).to_proto()
             # Flyte's API has no HandlingFailureNode phase: admin sees FAILING until the failure node is done.
-            rnd.events.workflow(exec_id, WfPhase.FAILED if phase == WorkflowPhase.FAILED else WfPhase.FAILING,
-                                 error=err)
-        elif phase == WorkflowPhase.ABORTED:
+            failed = phase == WorkflowStatusPhase.FAILED
+            rnd.events.workflow(exec_id, WfPhase.FAILED if failed else WfPhase.FAILING, error=err)
+        elif phase == WorkflowStatusPhase.ABORTED:
             status.stopped_at = now
             rnd.events.workflow(exec_id, WfPhase.ABORTED)
 

@@ -8,7 +8,7 @@ from flyteidl.core import types_pb2
 from flytekit import task, workflow
 from flytekit.types.error import FlyteError
 
-from flytelite.propeller.phases import NodePhase, WorkflowPhase
+from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
 from flytelite.store.models import FlyteWorkflow
 from tests.propeller import harness as h
 from tests.propeller.inprocess import KEEP_RUNNING, InProcessPlugin, run_engine
@@ -60,11 +60,11 @@ def test_failure_node_runs_with_the_workflow_inputs_and_error_then_the_workflow_
     key = h.create_execution(ctx, h.compile_entity(fh_wf, IN_PROCESS), {"x": 2}, "onfailure")
     status, sink = run_engine(ctx, plugin, key)
 
-    assert status.phase == WorkflowPhase.FAILED
+    assert status.phase == WorkflowStatusPhase.FAILED
     # The original error, not the failure node's outcome.
     err = h.workflow_error(sink)
     assert err.message == "ValueError: step saw 3" and err.kind == 1
-    assert status.nodes["fn0"].phase == NodePhase.SUCCEEDED
+    assert status.nodes["fn0"].phase == NodeStatusPhase.SUCCEEDED
     assert seen["x"] == 2
     union = seen["err"].scalar.union
     assert union.type.structure.tag == "FlyteError"
@@ -88,12 +88,12 @@ def test_workflow_waits_in_handling_failure_node_until_the_failure_node_is_done(
 
     async def during(engine):
         await h.wait_for(lambda: "fn0" in plugin.running)
-        assert h.load(ctx, key)[1].phase == WorkflowPhase.HANDLING_FAILURE_NODE
+        assert h.load(ctx, key)[1].phase == WorkflowStatusPhase.HANDLING_FAILURE_NODE
         release["go"] = True
         engine.notify(key)
 
     status, sink = run_engine(ctx, plugin, key, during=during)
-    assert status.phase == WorkflowPhase.FAILED
+    assert status.phase == WorkflowStatusPhase.FAILED
     assert h.workflow_error(sink).message == "ValueError: step saw 3"
     # The node after the failed one never ran.
     assert [n for n, _ in plugin.calls] == ["n0", "fn0"]
@@ -108,8 +108,8 @@ def test_a_failing_failure_node_fails_the_workflow_with_its_own_error(tmp_path):
     plugin = InProcessPlugin({"fh_step": failing_step, "fh_cleanup": cleanup})
     key = h.create_execution(ctx, h.compile_entity(fh_wf, IN_PROCESS), {"x": 3}, "cleanupfails")
     status, sink = run_engine(ctx, plugin, key)
-    assert status.phase == WorkflowPhase.FAILED
-    assert status.nodes["fn0"].phase == NodePhase.FAILED
+    assert status.phase == WorkflowStatusPhase.FAILED
+    assert status.nodes["fn0"].phase == NodeStatusPhase.FAILED
     assert h.workflow_error(sink).message == "RuntimeError: cleanup broke too"
 
 
@@ -118,7 +118,7 @@ def test_a_succeeding_workflow_never_runs_its_failure_node(tmp_path):
     plugin = InProcessPlugin({"fh_step": failing_step, "fh_cleanup": lambda i, a: {}})
     key = h.create_execution(ctx, h.compile_entity(fh_wf, IN_PROCESS), {"x": 5}, "nofailure")
     status, sink = run_engine(ctx, plugin, key)
-    assert status.phase == WorkflowPhase.SUCCESS
+    assert status.phase == WorkflowStatusPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": 7}
     assert "fn0" not in status.nodes
     assert sink.node_events("fn0") == []
@@ -136,7 +136,7 @@ def test_terminating_while_the_failure_node_runs_aborts_it(tmp_path):
         engine.notify(key)
 
     status, sink = run_engine(ctx, plugin, key, during=during)
-    assert status.phase == WorkflowPhase.ABORTED
+    assert status.phase == WorkflowStatusPhase.ABORTED
     assert plugin.aborted.count("fn0") == 1 and plugin.aborted[-1] == "fn0"
     assert sink.node_phases("fn0")[-1] == "ABORTED"
 
@@ -146,10 +146,10 @@ def test_task_timeout_kills_each_attempt_and_the_node_times_out(tmp_path):
     plugin = InProcessPlugin({"fh_hangs": lambda i, a: KEEP_RUNNING})
     key = h.create_execution(ctx, h.compile_entity(fh_timeout_wf, IN_PROCESS), {"x": 1}, "timesout")
     status, sink = run_engine(ctx, plugin, key)
-    assert status.phase == WorkflowPhase.FAILED
+    assert status.phase == WorkflowStatusPhase.FAILED
     node = status.nodes["n0"]
     # retries=1: the first timed-out attempt is retried, the second times the node out.
-    assert node.phase == NodePhase.TIMED_OUT and node.attempts == 1
+    assert node.phase == NodeStatusPhase.TIMED_OUT and node.attempts == 1
     assert plugin.calls == [("n0", 0), ("n0", 1)]
     # Both attempts were stopped (abort may be called more than once per attempt; it is idempotent).
     assert plugin.running == set() and "n0" in plugin.aborted
@@ -180,9 +180,9 @@ def test_a_failure_workflow_runs_as_a_subworkflow_with_the_error(tmp_path):
     plugin = InProcessPlugin({"fh_step": failing_step, "fh_cleanup": cleanup})
     key = h.create_execution(ctx, h.compile_entity(fh_wf_with_cleanup_workflow, IN_PROCESS), {"x": 3}, "cleanupwf")
     status, sink = run_engine(ctx, plugin, key)
-    assert status.phase == WorkflowPhase.FAILED
+    assert status.phase == WorkflowStatusPhase.FAILED
     assert h.workflow_error(sink).message == "ValueError: step saw 3"
-    assert status.nodes["fn0"].phase == NodePhase.SUCCEEDED
+    assert status.nodes["fn0"].phase == NodeStatusPhase.SUCCEEDED
     assert seen["x"] == 3
     assert seen["err"].scalar.union.value.scalar.error.message == "ValueError: step saw 3"
 
@@ -226,7 +226,7 @@ def test_a_failing_subworkflow_runs_its_own_failure_node_then_the_parent_runs_it
     key = h.create_execution(ctx, closure, {"x": 2}, "subonfailure")
     status, sink = run_engine(ctx, plugin, key)
 
-    assert status.phase == WorkflowPhase.FAILED
+    assert status.phase == WorkflowStatusPhase.FAILED
     assert h.workflow_error(sink).message == "ValueError: step saw 3"
     # The subworkflow's failure node ran first, with the subworkflow's inputs and error; then the parent's.
     cleanup_calls = [n for n, _ in plugin.calls if n.endswith("fn0")]
@@ -242,11 +242,11 @@ def test_a_failing_subworkflow_runs_its_own_failure_node_then_the_parent_runs_it
     assert first.spec_node_id == "fn0" and first.parent_node_metadata.node_id == "n1" and first.retry_group == "0"
     assert first.input_uri.endswith("/n1/data/0/fn0/inputs.pb")
     assert sink.node_phases("n1-0-fn0")[0] == "QUEUED" and sink.node_phases("n1-0-fn0")[-1] == "SUCCEEDED"
-    assert status.nodes["n1"].sub_nodes["fn0"].phase == NodePhase.SUCCEEDED
+    assert status.nodes["n1"].sub_nodes["fn0"].phase == NodeStatusPhase.SUCCEEDED
     # The subworkflow node ran until its failure node was done, then failed with the subworkflow's error.
     assert sink.node_phases("n1") == ["QUEUED", "RUNNING", "FAILED"]
     assert sink.node_events("n1")[-1].error.message == "ValueError: step saw 3"
-    assert status.nodes["n1"].phase == NodePhase.FAILED
+    assert status.nodes["n1"].phase == NodeStatusPhase.FAILED
     assert _event_index(sink, "n1-0-fn0", "SUCCEEDED") < _event_index(sink, "n1", "FAILED")
     assert _event_index(sink, "n1", "FAILED") < _event_index(sink, "fn0", "QUEUED")
     assert not sink.node_events("fn0")[0].HasField("parent_node_metadata")
@@ -267,14 +267,14 @@ def test_a_failing_subworkflow_failure_node_fails_the_subworkflow_node_with_its_
     key = h.create_execution(ctx, closure, {"x": 2}, "subcleanupfails")
     status, sink = run_engine(ctx, plugin, key)
 
-    assert status.phase == WorkflowPhase.FAILED
-    assert status.nodes["n1"].sub_nodes["fn0"].phase == NodePhase.FAILED
-    assert status.nodes["n1"].phase == NodePhase.FAILED
+    assert status.phase == WorkflowStatusPhase.FAILED
+    assert status.nodes["n1"].sub_nodes["fn0"].phase == NodeStatusPhase.FAILED
+    assert status.nodes["n1"].phase == NodeStatusPhase.FAILED
     # The failure node's error masks the subworkflow's, as in Flyte; the parent's failure node gets it.
     assert sink.node_events("n1")[-1].error.message == "RuntimeError: the subworkflow's cleanup broke"
     assert parent_saw["err"] == "RuntimeError: the subworkflow's cleanup broke"
     assert h.workflow_error(sink).message == "RuntimeError: the subworkflow's cleanup broke"
-    assert status.nodes["fn0"].phase == NodePhase.SUCCEEDED
+    assert status.nodes["fn0"].phase == NodeStatusPhase.SUCCEEDED
 
 
 def test_terminating_while_a_subworkflow_failure_node_runs_aborts_only_it(tmp_path):
@@ -288,13 +288,14 @@ def test_terminating_while_a_subworkflow_failure_node_runs_aborts_only_it(tmp_pa
         await h.wait_for(lambda: "n1-0-fn0" in plugin.running)
         status = h.load(ctx, key)[1]
         # The subworkflow node (and so its parent) keeps running while its failure node runs.
-        assert status.phase == WorkflowPhase.RUNNING and status.nodes["n1"].phase == NodePhase.RUNNING
+        assert status.phase == WorkflowStatusPhase.RUNNING
+        assert status.nodes["n1"].phase == NodeStatusPhase.RUNNING
         with ctx.db.session() as s:
             s.get(FlyteWorkflow, key).abort_cause = "stop the subworkflow's cleanup"
         engine.notify(key)
 
     status, sink = run_engine(ctx, plugin, key, during=during)
-    assert status.phase == WorkflowPhase.ABORTED
+    assert status.phase == WorkflowStatusPhase.ABORTED
     # The sibling was aborted when the subworkflow failed, not again on terminate.
     assert plugin.aborted.count("n1-0-n0") == 1
     assert plugin.aborted.count("n1-0-fn0") == 1 and plugin.aborted[-1] == "n1-0-fn0"

@@ -17,9 +17,9 @@ from flytekit.configuration import ImageConfig, SerializationSettings
 from flytekit.tools.translator import get_serializable
 
 from flytelite.propeller.engine import Engine
-from flytelite.propeller.nodes.branch_conditions import compare
+from flytelite.propeller.nodes.branch.conditions import compare
 from flytelite.propeller.nodes.registry import default_handlers
-from flytelite.propeller.phases import NodePhase, WorkflowPhase
+from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
 from flytelite.propeller.plugins.core import PluginPhase, PluginPhaseInfo
 from flytelite.propeller.scope import fixed_length_unique_id
 from flytelite.store.models import FlyteWorkflow
@@ -108,7 +108,7 @@ def test_branch_runs_the_chosen_arm_as_a_child_of_the_branch(tmp_path, x, arm_pa
     ctx = h.make_context(tmp_path)
     key = h.create_execution(ctx, h.compile_entity(nw.nst_branches, IN_PROCESS), {"x": x}, f"branch{x}")
     status, sink = run_engine(ctx, InProcessPlugin(BASIC), key)
-    assert status.phase == WorkflowPhase.SUCCESS, status.error
+    assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
     assert h.outputs(ctx, key) == {"o0": result}
     # In-process tasks finish on their first look, so the branch may succeed in the round it starts.
     assert sink.node_phases("n1") in (["QUEUED", "RUNNING", "SUCCEEDED"], ["QUEUED", "SUCCEEDED"])
@@ -121,12 +121,13 @@ def test_branch_runs_the_chosen_arm_as_a_child_of_the_branch(tmp_path, x, arm_pa
         assert {(e.spec_node_id, e.parent_node_metadata.node_id, e.retry_group) for e in events} == {
             (arm, parent_id, "0")}
         assert not any(e.is_parent for e in events)
-        assert status_of.sub_nodes[arm].phase == NodePhase.SUCCEEDED
+        assert status_of.sub_nodes[arm].phase == NodeStatusPhase.SUCCEEDED
         parent_id, status_of = child_id, status_of.sub_nodes[arm]
     # Arms not taken are SKIPPED in the branch's status (and, as in Flyte, not reported).
     outer = status.nodes["n1"].sub_nodes
     taken = arm_path[0]
-    assert {a for a, st in outer.items() if st.phase == NodePhase.SKIPPED} == {"n1-n0", "n1-n1", "n1-n2"} - {taken}
+    skipped = {a for a, st in outer.items() if st.phase == NodeStatusPhase.SKIPPED}
+    assert skipped == {"n1-n0", "n1-n1", "n1-n2"} - {taken}
     assert not any(e.spec_node_id in set(outer) - {taken} for e in sink.events
                    if e.DESCRIPTOR.name == "NodeExecutionEvent")
     # The arm's data lives under the branch's output dir; the branch's outputs are the arm's.
@@ -140,12 +141,12 @@ def test_branch_fail_arm_fails_the_execution_with_its_message(tmp_path):
     ctx = h.make_context(tmp_path)
     key = h.create_execution(ctx, h.compile_entity(nw.nst_branches, IN_PROCESS), {"x": -1}, "branchfail")
     status, sink = run_engine(ctx, InProcessPlugin(BASIC), key)
-    assert status.phase == WorkflowPhase.FAILED
+    assert status.phase == WorkflowStatusPhase.FAILED
     err = h.workflow_error(sink)
     assert (err.code, err.message, err.kind) == ("UserProvidedError", "[UserProvidedError] x must be positive", 1)
     assert sink.node_phases("n1") == ["QUEUED", "FAILED"]
-    assert all(st.phase == NodePhase.SKIPPED for st in status.nodes["n1"].sub_nodes.values())
-    assert "n2" not in status.nodes or status.nodes["n2"].phase == NodePhase.NOT_YET_STARTED
+    assert all(st.phase == NodeStatusPhase.SKIPPED for st in status.nodes["n1"].sub_nodes.values())
+    assert "n2" not in status.nodes or status.nodes["n2"].phase == NodeStatusPhase.NOT_YET_STARTED
 
 
 # -- subworkflows -------------------------------------------------------------------------------
@@ -153,7 +154,7 @@ def test_subworkflow_runs_nested_and_its_outputs_become_the_nodes(tmp_path):
     ctx = h.make_context(tmp_path)
     key = h.create_execution(ctx, h.compile_entity(nw.nst_parent, IN_PROCESS), {"x": 3}, "subwf")
     status, sink = run_engine(ctx, InProcessPlugin(BASIC), key)
-    assert status.phase == WorkflowPhase.SUCCESS, status.error
+    assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
     assert h.outputs(ctx, key) == {"o0": 19}
     assert sink.node_phases("n0") in (["QUEUED", "RUNNING", "SUCCEEDED"], ["QUEUED", "SUCCEEDED"])
     assert all(e.is_parent for e in node_events(sink, "n0"))
@@ -167,14 +168,14 @@ def test_subworkflow_runs_nested_and_its_outputs_become_the_nodes(tmp_path):
     inputs = ctx.blobs.read_proto(f"{wf_dir}/n0/data/0/start-node/0/outputs.pb", literals_pb2.LiteralMap)
     assert h.python_value(inputs.literals["a"]) == 3
     assert ctx.blobs.exists(f"{wf_dir}/n0/data/0/n1/inputs.pb")
-    assert status.nodes["n0"].sub_nodes["n1"].phase == NodePhase.SUCCEEDED
+    assert status.nodes["n0"].sub_nodes["n1"].phase == NodeStatusPhase.SUCCEEDED
 
 
 def test_branch_arm_can_be_a_subworkflow_that_nests_another(tmp_path):
     ctx = h.make_context(tmp_path)
     key = h.create_execution(ctx, h.compile_entity(nw.nst_branch_to_sub, IN_PROCESS), {"x": 2}, "deep")
     status, sink = run_engine(ctx, InProcessPlugin(BASIC), key)
-    assert status.phase == WorkflowPhase.SUCCESS, status.error
+    assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
     assert h.outputs(ctx, key) == {"o0": 8}
     arm = "n0-0-n0-n0"          # the branch's arm: a subworkflow node
     inner = f"{arm}-0-n0"       # that subworkflow's node, itself a subworkflow
@@ -194,7 +195,7 @@ def test_subworkflow_failure_propagates_the_childs_error(tmp_path):
 
     key = h.create_execution(ctx, h.compile_entity(nw.nst_parent, IN_PROCESS), {"x": 3}, "subfail")
     status, sink = run_engine(ctx, InProcessPlugin({**BASIC, "nst_square": square}), key)
-    assert status.phase == WorkflowPhase.FAILED
+    assert status.phase == WorkflowStatusPhase.FAILED
     err = h.workflow_error(sink)
     assert err.message == "ValueError: cannot square that" and err.kind == 1
     assert sink.node_phases("n0")[0] == "QUEUED" and sink.node_phases("n0")[-1] == "FAILED"
@@ -215,7 +216,7 @@ def test_terminate_aborts_nested_running_nodes(tmp_path):
         engine.notify(key)
 
     status, sink = run_engine(ctx, plugin, key, during=terminate)
-    assert status.phase == WorkflowPhase.ABORTED
+    assert status.phase == WorkflowStatusPhase.ABORTED
     assert plugin.aborted == ["n0-0-n0"]
     assert sink.node_phases("n0-0-n0")[-1] == "ABORTED"
     assert sink.node_phases("n0")[-1] == "ABORTED"
@@ -244,14 +245,15 @@ def test_restart_mid_subworkflow_does_not_rerun_succeeded_children(tmp_path):
         engine.notify(key)
         await h.wait_for(lambda: h.load(ctx, key)[1].nodes.get("n0") is not None
                          and h.load(ctx, key)[1].nodes["n0"].sub_nodes.get("n1", None) is not None
-                         and h.load(ctx, key)[1].nodes["n0"].sub_nodes["n1"].phase == NodePhase.SUCCEEDED)
+                         and h.load(ctx, key)[1].nodes["n0"].sub_nodes["n1"].phase
+                         == NodeStatusPhase.SUCCEEDED)
         await engine.stop()
 
     asyncio.run(first_run())
     assert squares == [5]
     release["go"] = True
     status, _ = run_engine(ctx, InProcessPlugin(functions), key)
-    assert status.phase == WorkflowPhase.SUCCESS
+    assert status.phase == WorkflowStatusPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": [5, 25]}
     assert squares == [5]
 
@@ -262,7 +264,7 @@ def test_dynamic_runs_its_children_nested_and_builds_outputs_from_the_spec(tmp_p
     plugin = DynamicInProcess(BASIC, {"nst_fan": fan_spec})
     key = h.create_execution(ctx, h.compile_entity(nw.nst_dynamic, IN_PROCESS), {"n": 2}, "dyn")
     status, sink = run_engine(ctx, plugin, key)
-    assert status.phase == WorkflowPhase.SUCCESS, status.error
+    assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
     assert h.outputs(ctx, key) == {"o0": 1}
     assert sink.node_phases("n0") == ["QUEUED", "DYNAMIC_RUNNING", "SUCCEEDED"]
     running = node_events(sink, "n0")[1]
@@ -290,7 +292,7 @@ def test_dynamic_inside_dynamic(tmp_path):
     key = h.create_execution(ctx, h.compile_entity(nw.nst_dynamic, IN_PROCESS), {"n": 3}, "dyndyn",
                              max_parallelism=1)
     status, sink = run_engine(ctx, plugin, key)
-    assert status.phase == WorkflowPhase.SUCCESS, status.error
+    assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
     assert h.outputs(ctx, key) == {"o0": 1}
     assert plugin.dynamic_calls == ["n0", "n0-0-dn0"]
     assert sink.node_phases("n0-0-dn0") == ["QUEUED", "DYNAMIC_RUNNING", "SUCCEEDED"]
@@ -298,7 +300,7 @@ def test_dynamic_inside_dynamic(tmp_path):
     assert grandchild and grandchild[-1].parent_node_metadata.node_id == "n0-0-dn0"
     assert grandchild[-1].is_in_dynamic_chain
     inner = status.nodes["n0"].sub_nodes["dn0"]
-    assert inner.sub_nodes["dn1"].phase == NodePhase.SUCCEEDED
+    assert inner.sub_nodes["dn1"].phase == NodeStatusPhase.SUCCEEDED
 
 
 def test_restart_mid_dynamic_keeps_the_compiled_workflow_and_finished_children(tmp_path):
@@ -328,7 +330,7 @@ def test_restart_mid_dynamic_keeps_the_compiled_workflow_and_finished_children(t
     release["go"] = True
     second = DynamicInProcess(functions, {"nst_fan": fan_spec})
     status, _ = run_engine(ctx, second, key)
-    assert status.phase == WorkflowPhase.SUCCESS
+    assert status.phase == WorkflowStatusPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": 1}
     assert squares == [0, 1] and second.dynamic_calls == []
 

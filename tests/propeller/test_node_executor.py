@@ -10,7 +10,7 @@ import pytest
 from flyteidl.core import literals_pb2
 
 from flytelite.propeller.engine import Engine
-from flytelite.propeller.phases import NodePhase, WorkflowPhase
+from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
 from flytelite.store.models import FlyteWorkflow
 from tests.propeller import dag_workflows as dw
 from tests.propeller import harness as h
@@ -34,7 +34,7 @@ def test_fan_out_runs_nodes_in_parallel_and_writes_workflow_outputs(tmp_path):
     key = h.create_execution(ctx, h.compile_entity(dw.fan_out, IN_PROCESS), {"x": 1}, "fanout")
 
     status, sink = run_engine(ctx, plugin, key)
-    assert status.phase == WorkflowPhase.SUCCESS
+    assert status.phase == WorkflowStatusPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": 6}
     # The three independent nodes were all queued before the node that needs them ran.
     order = [e.id.node_id for e in sink.events if e.DESCRIPTOR.name == "NodeExecutionEvent" and e.phase == 1]
@@ -71,9 +71,9 @@ def test_user_error_fails_workflow_with_the_node_message(tmp_path):
     key = h.create_execution(ctx, h.compile_entity(dw.chain_with_failure, IN_PROCESS), {"x": 1}, "fails")
 
     status, sink = run_engine(ctx, plugin, key)
-    assert status.phase == WorkflowPhase.FAILED
-    assert status.nodes["n1"].phase == NodePhase.FAILED
-    assert "n2" not in status.nodes or status.nodes["n2"].phase == NodePhase.NOT_YET_STARTED
+    assert status.phase == WorkflowStatusPhase.FAILED
+    assert status.nodes["n1"].phase == NodeStatusPhase.FAILED
+    assert "n2" not in status.nodes or status.nodes["n2"].phase == NodeStatusPhase.NOT_YET_STARTED
     assert sink.workflow_phases() == ["RUNNING", "FAILING", "FAILED"]
     err = h.workflow_error(sink)
     assert err.message == "ValueError: the input was bad" and err.kind == 1
@@ -97,7 +97,7 @@ def test_retries_user_and_system_errors_within_their_budgets(tmp_path):
 
     status, sink = run_engine(ctx, plugin, key)
     # retries=2 gives 3 user attempts; the system error did not use them up.
-    assert status.phase == WorkflowPhase.SUCCESS, status
+    assert status.phase == WorkflowStatusPhase.SUCCESS, status
     assert h.outputs(ctx, key) == {"o0": 3}
     node = status.nodes["n0"]
     assert (node.attempts, node.system_failures) == (3, 1)
@@ -116,7 +116,7 @@ def test_retries_exhausted_reports_the_last_error(tmp_path):
     key = h.create_execution(ctx, h.compile_entity(dw.retry_wf, IN_PROCESS), {"x": 1}, "exhausted")
 
     status, sink = run_engine(ctx, InProcessPlugin({"retried": retried}), key)
-    assert status.phase == WorkflowPhase.FAILED
+    assert status.phase == WorkflowStatusPhase.FAILED
     err = h.workflow_error(sink)
     assert err.code == "RetriesExhausted|Recoverable"
     assert err.message == "[3/3] currentAttempt done. Last Error: USER::still broken on attempt 2"
@@ -142,7 +142,7 @@ def test_max_parallelism_caps_running_task_nodes(tmp_path):
         release["go"] = True
 
     status, _ = run_engine(ctx, plugin, key, during=meanwhile)
-    assert status.phase == WorkflowPhase.SUCCESS
+    assert status.phase == WorkflowStatusPhase.SUCCESS
     assert plugin.max_running == 2
     assert h.outputs(ctx, key) == {"o0": [7, 7, 7, 7, 7]}
 
@@ -158,7 +158,7 @@ def test_abort_stops_running_nodes_and_reports_aborted(tmp_path):
             s.get(FlyteWorkflow, key).abort_cause = "terminated by a test"
 
     status, sink = run_engine(ctx, plugin, key, during=meanwhile)
-    assert status.phase == WorkflowPhase.ABORTED
+    assert status.phase == WorkflowStatusPhase.ABORTED
     assert sorted(plugin.aborted) == ["n0", "n1", "n2", "n3", "n4"]
     assert sink.workflow_phases()[-1] == "ABORTED"
     assert sink.node_phases("n0")[-1] == "ABORTED"
@@ -174,7 +174,7 @@ def test_attribute_path_into_a_dataclass_output(tmp_path):
     key = h.create_execution(ctx, h.compile_entity(dw.attr_wf, IN_PROCESS), {"x": 1}, "attr")
 
     status, _ = run_engine(ctx, plugin, key)
-    assert status.phase == WorkflowPhase.SUCCESS
+    assert status.phase == WorkflowStatusPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": 42}
 
 
@@ -184,7 +184,7 @@ def test_unknown_task_type_fails_naming_the_type(tmp_path, task_type):
     key = h.create_execution(ctx, h.compile_entity(dw.retry_wf, {"retried": task_type}), {"x": 1}, "unknown")
 
     status, sink = run_engine(ctx, InProcessPlugin({}), key)
-    assert status.phase == WorkflowPhase.FAILED
+    assert status.phase == WorkflowStatusPhase.FAILED
     err = h.workflow_error(sink)
     assert err.code == "UnsupportedTaskType" and repr(task_type) in err.message
 
@@ -200,10 +200,10 @@ def test_node_kind_not_built_yet_fails_the_node_clearly(tmp_path):
     key = h.create_execution(ctx, h.compile_entity(branchy, IN_PROCESS), {"x": 1}, "branchy")
 
     async def go():
-        from flytelite.propeller.nodes.end import EndHandler
+        from flytelite.propeller.nodes.end.handler import EndHandler
         from flytelite.propeller.nodes.registry import HandlerRegistry
-        from flytelite.propeller.nodes.start import StartHandler
-        from flytelite.propeller.nodes.task import TaskHandler
+        from flytelite.propeller.nodes.start.handler import StartHandler
+        from flytelite.propeller.nodes.task.handler import TaskHandler
 
         # An engine built without the branch handler stands for any kind flytelite does not run.
         plugins = registry(InProcessPlugin({}))
@@ -217,7 +217,7 @@ def test_node_kind_not_built_yet_fails_the_node_clearly(tmp_path):
             await engine.stop()
 
     status, sink = asyncio.run(go())
-    assert status.phase == WorkflowPhase.FAILED
+    assert status.phase == WorkflowStatusPhase.FAILED
     err = h.workflow_error(sink)
     assert err.code == "NodeKindNotSupported" and "does not run branch nodes yet" in err.message
 
@@ -237,14 +237,14 @@ def test_fail_after_executable_nodes_complete_lets_running_nodes_finish(tmp_path
 
     async def meanwhile(engine):
         await h.wait_for(lambda: h.load(ctx, key)[1].nodes.get("n0") and
-                         h.load(ctx, key)[1].nodes["n0"].phase == NodePhase.FAILED)
+                         h.load(ctx, key)[1].nodes["n0"].phase == NodeStatusPhase.FAILED)
         await asyncio.sleep(0.2)
-        assert h.load(ctx, key)[1].phase == WorkflowPhase.RUNNING  # n1 is still running
+        assert h.load(ctx, key)[1].phase == WorkflowStatusPhase.RUNNING  # n1 is still running
         release["go"] = True
 
     status, sink = run_engine(ctx, plugin, key, during=meanwhile)
-    assert status.phase == WorkflowPhase.FAILED
-    assert status.nodes["n1"].phase == NodePhase.SUCCEEDED
+    assert status.phase == WorkflowStatusPhase.FAILED
+    assert status.nodes["n1"].phase == NodeStatusPhase.SUCCEEDED
     assert "inc is broken" in h.workflow_error(sink).message
 
 
@@ -265,5 +265,5 @@ def test_rounds_that_keep_raising_fail_the_execution_as_a_system_error(tmp_path)
     results = [engine.executor.record_failed_round(key, RuntimeError("plugin bug")) for _ in range(10)]
     assert results == [False] * 9 + [True]
     row, status = h.load(ctx, key)
-    assert row.done and status.phase == WorkflowPhase.FAILED and status.error.code == "EngineError"
+    assert row.done and status.phase == WorkflowStatusPhase.FAILED and status.error.code == "EngineError"
     assert "plugin bug" in h.workflow_error(sink).message

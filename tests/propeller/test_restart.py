@@ -9,7 +9,7 @@ import sys
 
 from flytelite.config import Config, EngineConfig
 from flytelite.propeller.engine import Engine
-from flytelite.propeller.phases import NodePhase, WorkflowPhase
+from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
 from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.core import PluginPhase, TaskExecutionContext
 from flytelite.propeller.plugins.local_process import LocalProcessPlugin
@@ -17,7 +17,7 @@ from flytelite.server.app import build_context
 from flytelite.testing import database_url_for
 from tests.propeller import flyte_tasks as ft
 from tests.propeller import harness as h
-from tests.propeller.test_local_process import _gone, markers
+from tests.propeller.plugins.test_local_process import _gone, markers
 
 
 def _running_pid(ctx, key, node_id: str):
@@ -73,7 +73,7 @@ def test_restart_adopts_the_running_process_and_does_not_rerun_succeeded_nodes(t
     marks, key, pid = _start_then_stop(tmp_path, "restart", seconds=3.0)
     assert processes.start_time(pid) is not None, "the task process must outlive the engine"
     ctx, sink, status = _second_life(tmp_path, key)
-    assert status.phase == WorkflowPhase.SUCCESS
+    assert status.phase == WorkflowStatusPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": 21}
     assert len(markers(marks, "first")) == 1
     assert len(markers(marks, "sleep_then")) == 1  # waited for, not started again
@@ -87,7 +87,7 @@ def test_process_that_died_while_the_engine_was_down_is_retried_as_a_system_erro
     os.killpg(pid, signal.SIGKILL)
     assert _gone(pid)
     ctx, sink, status = _second_life(tmp_path, key)
-    assert status.phase == WorkflowPhase.SUCCESS
+    assert status.phase == WorkflowStatusPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": 21}
     node = status.nodes["n1"]
     assert node.system_failures == 1 and node.attempts == 1
@@ -106,7 +106,7 @@ def test_a_replica_on_another_machine_retries_the_attempt_it_cannot_reach(tmp_pa
         assert processes.start_time(pid) is not None, "another machine's process is left alone"
     finally:
         os.killpg(pid, signal.SIGKILL)
-    assert status.phase == WorkflowPhase.SUCCESS
+    assert status.phase == WorkflowStatusPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": 21}
     assert status.nodes["n1"].system_failures == 1
     failed = [e for e in sink.task_events("n1") if e.phase == 5][0]
@@ -158,6 +158,6 @@ def test_node_status_records_what_finds_the_process_again(tmp_path):
     assert plugin_state["pid"] == pid and plugin_state["start_time"] is not None
     assert plugin_state["output_prefix"].endswith("/n1/data/0")
     assert plugin_state["log_path"].endswith("n1-0.log")
-    assert node.phase == NodePhase.RUNNING
+    assert node.phase == NodeStatusPhase.RUNNING
     ctx.db.dispose()
     _second_life(tmp_path, key)

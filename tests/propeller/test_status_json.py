@@ -7,17 +7,17 @@ import json
 
 import pytest
 
-from flytelite.propeller.phases import NodePhase, WorkflowPhase
+from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
 from flytelite.propeller.status import ErrorInfo, NodeStatus, TaskStatus, WorkflowStatus
 
 
 def status() -> WorkflowStatus:
-    st = WorkflowStatus(phase=WorkflowPhase.RUNNING, error=ErrorInfo("E", "boom", 1), data_dir="/d")
+    st = WorkflowStatus(phase=WorkflowStatusPhase.RUNNING, error=ErrorInfo("E", "boom", 1), data_dir="/d")
     for i in range(3):
         node = st.node(f"n{i}")
-        node.phase, node.attempts = NodePhase.RUNNING, i
+        node.phase, node.attempts = NodeStatusPhase.RUNNING, i
         node.task = TaskStatus(phase=2, plugin={"pid": 7, "paths": ["a", {"b": None}]}, cache={"k": 1.5})
-        node.sub_nodes = {"c": NodeStatus(phase=NodePhase.FAILED, error=ErrorInfo("X", "y"))}
+        node.sub_nodes = {"c": NodeStatus(phase=NodeStatusPhase.FAILED, error=ErrorInfo("X", "y"))}
         node.array = {"items": "0123", "running": {"1": dataclasses.asdict(NodeStatus())}}
     return st
 

@@ -17,6 +17,7 @@ from flyteidl.core import compiler_pb2, identifier_pb2, workflow_pb2
 from google.protobuf import text_format
 from google.protobuf.json_format import MessageToDict
 
+from flytelite.idl.ids import END_NODE, START_NODE
 from flytelite.propeller.plugins.kubernetes.names import fnv1a_32, label_value
 from flytelite.propeller.status import NodeStatus, WorkflowStatus
 from flytelite.store.flyteworkflow import ExecutionSpec
@@ -24,7 +25,6 @@ from flytelite.store.flyteworkflow import ExecutionSpec
 API_VERSION = "flyte.lyft.com/v1alpha1"
 KIND = "FlyteWorkflow"
 SHARD_KEYSPACE = 32
-START_NODE, END_NODE = "start-node", "end-node"
 # Objects larger than this keep their closure in the blob store (etcd's request limit is 1.5 MiB).
 MAX_INLINE_BYTES = 1024 * 1024
 MAX_MESSAGE = 1024

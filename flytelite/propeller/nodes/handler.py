@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 from flyteidl.core import execution_pb2, literals_pb2, tasks_pb2, workflow_pb2
 from flyteidl.event import event_pb2
 
+from flytelite.propeller import error_codes as E
 from flytelite.propeller.execution_context import ExecutionRound
 from flytelite.propeller.scope import DagScope
 from flytelite.propeller.status import ErrorInfo, NodeStatus
@@ -185,7 +186,7 @@ class UnsupportedNodeHandler(NodeHandler):
 
     def handle(self, nctx: NodeExecutionContext) -> PhaseInfo:
         return PhaseInfo.failure(
-            "NodeKindNotSupported",
+            E.NODE_KIND_NOT_SUPPORTED,
             f"node {nctx.node_id} is a {self.kind} node; flytelite does not run {self.kind} nodes yet",
             kind=execution_pb2.ExecutionError.SYSTEM,
         )

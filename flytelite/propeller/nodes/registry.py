@@ -1,4 +1,4 @@
-"""The node handler registry: one handler per node kind. A new kind is a new module listed here."""
+"""Node handler registry: one handler per node kind; a new kind is a new package nodes/<kind>/ listed here."""
 
 from __future__ import annotations
 
@@ -27,15 +27,15 @@ class HandlerRegistry:
 
 def default_handlers(plugins) -> HandlerRegistry:
     """Every node kind flytelite runs; `plugins` is the task plugin registry the task handler uses."""
-    from flytelite.propeller.nodes.array import ArrayHandler
-    from flytelite.propeller.nodes.branch import BranchHandler
-    from flytelite.propeller.nodes.dynamic import DynamicNodeHandler
-    from flytelite.propeller.nodes.end import EndHandler
-    from flytelite.propeller.nodes.gate import GateHandler
-    from flytelite.propeller.nodes.launch_plan import LaunchPlanHandler
-    from flytelite.propeller.nodes.start import StartHandler
-    from flytelite.propeller.nodes.subworkflow import SubworkflowHandler
-    from flytelite.propeller.nodes.task import TaskHandler
+    from flytelite.propeller.nodes.array.handler import ArrayHandler
+    from flytelite.propeller.nodes.branch.handler import BranchHandler
+    from flytelite.propeller.nodes.dynamic.handler import DynamicNodeHandler
+    from flytelite.propeller.nodes.end.handler import EndHandler
+    from flytelite.propeller.nodes.gate.handler import GateHandler
+    from flytelite.propeller.nodes.launch_plan.handler import LaunchPlanHandler
+    from flytelite.propeller.nodes.start.handler import StartHandler
+    from flytelite.propeller.nodes.subworkflow.handler import SubworkflowHandler
+    from flytelite.propeller.nodes.task.handler import TaskHandler
 
     # Task nodes go through the dynamic handler, which hands them to the task handler until a task writes futures.
     return HandlerRegistry([StartHandler(), EndHandler(), DynamicNodeHandler(TaskHandler(plugins)),

@@ -18,15 +18,14 @@ import signal
 import sys
 from pathlib import Path
 
-from flyteidl.core import execution_pb2
-
 from flytelite.context import Context
+from flytelite.idl.error_kinds import SYSTEM, USER
+from flytelite.propeller import error_codes as E
 from flytelite.propeller.plugins import copilot, processes
 from flytelite.propeller.plugins.core import PluginPhase, PluginPhaseInfo, TaskExecutionContext
 from flytelite.propeller.plugins.local_process import LocalProcessPlugin, rendered_command
 from flytelite.propeller.plugins.template import TemplateError
 
-USER, SYSTEM = execution_pb2.ExecutionError.USER, execution_pb2.ExecutionError.SYSTEM
 CONFIG_KEY = "raw_container_images"
 
 
@@ -43,7 +42,7 @@ class RawContainerPlugin(LocalProcessPlugin):
     def _prepare(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
         image = tctx.task.container.image
         if self.ctx.config.raw_container_runner(image) is None:
-            return PluginPhaseInfo.failure("ImageNotMapped", _unmapped(tctx.task.id.name, image), kind=USER,
+            return PluginPhaseInfo.failure(E.IMAGE_NOT_MAPPED, _unmapped(tctx.task.id.name, image), kind=USER,
                                            retryable=False)
         return super()._prepare(tctx)
 
@@ -87,10 +86,10 @@ class RawContainerPlugin(LocalProcessPlugin):
         try:
             outputs = copilot.read_outputs(blobs, tctx.task.interface.outputs, out_dir, tctx.raw_output_prefix)
         except copilot.ContainerReportedError as e:
-            return PluginPhaseInfo.failure("ContainerError", f"User Error: {e}", kind=USER, retryable=True,
+            return PluginPhaseInfo.failure(E.CONTAINER_ERROR, f"User Error: {e}", kind=USER, retryable=True,
                                            logs=logs)
         except (copilot.OutputError, OSError) as e:
-            return PluginPhaseInfo.failure("OutputsNotFound", f"task {tctx.task.id.name}: {e}", kind=USER,
+            return PluginPhaseInfo.failure(E.OUTPUTS_NOT_FOUND, f"task {tctx.task.id.name}: {e}", kind=USER,
                                            retryable=True, logs=logs)
         blobs.write_proto(outputs_uri, outputs)
         return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs)
@@ -107,8 +106,8 @@ class RawContainerPlugin(LocalProcessPlugin):
         if last:
             message += f"; the end of its log:\n{last}"
         if code == -signal.SIGKILL:
-            return PluginPhaseInfo.failure("Interrupted", message, kind=SYSTEM, retryable=True, logs=logs)
-        return PluginPhaseInfo.failure("ContainerFailed", message, kind=USER, retryable=True, logs=logs)
+            return PluginPhaseInfo.failure(E.INTERRUPTED, message, kind=SYSTEM, retryable=True, logs=logs)
+        return PluginPhaseInfo.failure(E.CONTAINER_FAILED, message, kind=USER, retryable=True, logs=logs)
 
 
 def _unmapped(task_name: str, image: str) -> str:

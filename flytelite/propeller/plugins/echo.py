@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from flyteidl.core import literals_pb2
 
+from flytelite.idl.error_kinds import USER
+from flytelite.propeller import error_codes as E
 from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
-
-USER = 1
 
 
 def output_names(inputs: list[str], outputs: list[str]) -> dict[str, str]:
@@ -35,7 +35,7 @@ class EchoPlugin(Plugin):
         try:
             mapping = output_names(list(interface.inputs.variables), list(interface.outputs.variables))
         except ValueError as e:
-            return PluginPhaseInfo.failure("EchoInterfaceMismatch", f"echo task {tctx.task.id.name}: {e}",
+            return PluginPhaseInfo.failure(E.ECHO_INTERFACE_MISMATCH, f"echo task {tctx.task.id.name}: {e}",
                                            kind=USER, retryable=False)
         if mapping:
             inputs = tctx.inputs

@@ -28,6 +28,8 @@ from pathlib import Path
 from flyteidl.core import execution_pb2
 
 from flytelite.context import Context
+from flytelite.idl.error_kinds import SYSTEM, USER
+from flytelite.propeller import error_codes as E
 from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
 from flytelite.propeller.plugins.environment import flyte_task_env
@@ -46,7 +48,6 @@ log = logging.getLogger(__name__)
 
 PYFLYTE_COMMANDS = frozenset({"pyflyte-execute", "pyflyte-fast-execute", "pyflyte-map-execute"})
 PYTHON_NAMES = re.compile(r"^python(3(\.\d+)?)?$")
-USER, SYSTEM = execution_pb2.ExecutionError.USER, execution_pb2.ExecutionError.SYSTEM
 # Seconds between SIGTERM and SIGKILL when a task is aborted or times out.
 KILL_GRACE_SECONDS = 3.0
 # Poll interval for a process we cannot get exit notifications for.
@@ -116,12 +117,12 @@ class LocalProcessPlugin(Plugin):
         task = tctx.task
         if not task.HasField("container") or not (len(task.container.command) or len(task.container.args)):
             return PluginPhaseInfo.failure(
-                "NoContainer", f"task {task.id.name} has no container command; the local-process plugin "
+                E.NO_CONTAINER, f"task {task.id.name} has no container command; the local-process plugin "
                 "runs tasks whose container args are a pyflyte-execute command", kind=USER, retryable=False)
         argv0 = (list(task.container.command) + list(task.container.args))[0]
         if self.flytekit_entrypoint_only and task.type != "python-task" and argv0 not in PYFLYTE_COMMANDS:
             return PluginPhaseInfo.failure(
-                "UnsupportedContainer", f"task {task.id.name} of type {task.type!r} runs {argv0!r} in image "
+                E.UNSUPPORTED_CONTAINER, f"task {task.id.name} of type {task.type!r} runs {argv0!r} in image "
                 f"{task.container.image!r}; flytelite runs containers locally only when they run a flytekit "
                 "entrypoint (pyflyte-execute)", kind=USER, retryable=False)
         key = tctx.key
@@ -161,7 +162,7 @@ class LocalProcessPlugin(Plugin):
         try:
             argv, env = self._command(tctx)
         except TemplateError as e:
-            return PluginPhaseInfo.failure("BadTaskTemplate", f"task {tctx.task.id.name}: {e}", kind=USER,
+            return PluginPhaseInfo.failure(E.BAD_TASK_TEMPLATE, f"task {tctx.task.id.name}: {e}", kind=USER,
                                            retryable=False)
         work_dir = Path(st["work_dir"])
         work_dir.mkdir(parents=True, exist_ok=True)
@@ -174,7 +175,7 @@ class LocalProcessPlugin(Plugin):
             return PluginPhaseInfo(PluginPhase.QUEUED, version=1, reason=str(e), poll_after=POLL_SECONDS)
         except OSError as e:
             return PluginPhaseInfo.failure(
-                "ProcessStartFailed", f"could not start {argv[0]!r} for task {tctx.task.id.name}: {e}",
+                E.PROCESS_START_FAILED, f"could not start {argv[0]!r} for task {tctx.task.id.name}: {e}",
                 kind=SYSTEM, retryable=True)
         with self._lock:
             self._children[marker] = proc
@@ -250,7 +251,7 @@ class LocalProcessPlugin(Plugin):
         if self._has_result(tctx):
             return self._result(tctx)
         return PluginPhaseInfo.failure(
-            "ProcessLost", f"the task process of this attempt was started on machine {st['machine']!r} by a "
+            E.PROCESS_LOST, f"the task process of this attempt was started on machine {st['machine']!r} by a "
             f"replica that stopped driving it; this replica (machine {self.machine!r}) cannot reach it, and it "
             f"wrote no outputs.pb or error.pb to {st['output_prefix']}", kind=SYSTEM, retryable=True,
             logs=self._logs(tctx))
@@ -280,7 +281,7 @@ class LocalProcessPlugin(Plugin):
         last = processes.tail(st["log_path"]).strip()
         if last:
             message += f"; the end of its log:\n{last}"
-        return PluginPhaseInfo.failure("ProcessLost", message, kind=SYSTEM, retryable=True, logs=logs)
+        return PluginPhaseInfo.failure(E.PROCESS_LOST, message, kind=SYSTEM, retryable=True, logs=logs)
 
     def abort(self, tctx: TaskExecutionContext) -> None:
         st = tctx.state

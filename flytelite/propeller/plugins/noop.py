@@ -12,9 +12,10 @@ from __future__ import annotations
 from flyteidl.core import literals_pb2, types_pb2
 from google.protobuf import struct_pb2
 
+from flytelite.idl.error_kinds import USER
+from flytelite.propeller import error_codes as E
 from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
 
-USER = 1
 # Every task type flytekit produces that runs a container or python code.
 TASK_TYPES = ("python-task", "container", "raw-container", "sqlite", "eager_failure_handler_task", "sidecar", "pod")
 _SIMPLE = types_pb2.SimpleType
@@ -78,7 +79,7 @@ class NoopPlugin(Plugin):
             try:
                 outputs.literals[name].CopyFrom(zero_literal(var.type))
             except CannotMakeValue as e:
-                return PluginPhaseInfo.failure("NoopPluginUnsupportedOutput", f"output {name!r} of task "
+                return PluginPhaseInfo.failure(E.NOOP_PLUGIN_UNSUPPORTED_OUTPUT, f"output {name!r} of task "
                                                f"{tctx.task.id.name}: {e}", kind=USER, retryable=False)
         tctx.ctx.blobs.write_proto(f"{tctx.output_prefix}/outputs.pb", outputs)
         return PluginPhaseInfo(PluginPhase.SUCCESS)

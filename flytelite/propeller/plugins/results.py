@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import posixpath
 
-from flyteidl.core import errors_pb2, execution_pb2
+from flyteidl.core import errors_pb2
 
+from flytelite.idl.error_kinds import SYSTEM, USER
 from flytelite.propeller.plugins.core import PluginPhase, PluginPhaseInfo
 from flytelite.storage import BlobStore
-
-USER, SYSTEM = execution_pb2.ExecutionError.USER, execution_pb2.ExecutionError.SYSTEM
 
 
 def written_result(blobs: BlobStore, prefix: str, logs=None) -> PluginPhaseInfo | None:

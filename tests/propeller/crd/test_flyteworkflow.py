@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from flytelite.propeller.crd import flyteworkflow as fw
-from flytelite.propeller.phases import NodePhase, WorkflowPhase
+from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
 from flytelite.propeller.status import ErrorInfo, NodeStatus, WorkflowStatus
 from flytelite.store.flyteworkflow import ExecutionSpec
 from tests.propeller import dag_workflows as dw
@@ -54,10 +54,12 @@ def test_an_offloaded_closure_is_referenced_not_inlined():
 
 
 def test_the_status_carries_flytepropellers_phase_numbers():
-    status = WorkflowStatus(phase=WorkflowPhase.FAILED, started_at="2026-11-25T12:00:00Z", data_dir="s3://b/m/x",
+    status = WorkflowStatus(phase=WorkflowStatusPhase.FAILED, started_at="2026-11-25T12:00:00Z",
+                            data_dir="s3://b/m/x",
                             error=ErrorInfo("Boom", "it broke", 1),
-                            nodes={"n0": NodeStatus(phase=NodePhase.SUCCEEDED, attempts=1),
-                                   "n1": NodeStatus(phase=NodePhase.FAILED, attempts=2, message="x" * 2000)})
+                            nodes={"n0": NodeStatus(phase=NodeStatusPhase.SUCCEEDED, attempts=1),
+                                   "n1": NodeStatus(phase=NodeStatusPhase.FAILED, attempts=2,
+                                                    message="x" * 2000)})
     got = fw.status_json(status)
     assert got["phase"] == 5 and got["startedAt"] == "2026-11-25T12:00:00Z" and got["dataDir"] == "s3://b/m/x"
     assert got["error"] == {"code": "Boom", "message": "it broke", "kind": "USER"}

@@ -21,6 +21,8 @@ from flyteidl.admin import agent_pb2
 from flyteidl.core import execution_pb2, identifier_pb2, tasks_pb2
 
 from flytelite.context import Context
+from flytelite.idl.error_kinds import SYSTEM, USER
+from flytelite.propeller import error_codes as E
 from flytelite.propeller.plugins.agents.client import AgentCallFailed, AgentClients
 from flytelite.propeller.plugins.agents.local import AgentServerFailed, LocalAgentServers
 from flytelite.propeller.plugins.agents.routing import AgentRoute, AgentRouter, NotServed
@@ -31,7 +33,6 @@ from flytelite.propeller.plugins.template import TemplateError
 log = logging.getLogger(__name__)
 
 TaskPhase = execution_pb2.TaskExecution.Phase
-USER, SYSTEM = execution_pb2.ExecutionError.USER, execution_pb2.ExecutionError.SYSTEM
 # Flyte's error codes (flyteplugins/go/tasks/errors).
 TASK_FAILED = "TaskFailedWithError"
 CACHE_FAILED = "AutoRefreshCacheFailed"
@@ -72,10 +73,10 @@ class AgentPlugin(Plugin):
         try:
             route = self.router.route(tctx.task, tctx.wake)
         except NotServed as e:
-            return PluginPhaseInfo.failure("UnsupportedTaskType", f"task {tctx.task.id.name}: {e}", kind=USER,
-                                           retryable=False)
+            return PluginPhaseInfo.failure(E.UNSUPPORTED_TASK_TYPE, f"task {tctx.task.id.name}: {e}",
+                                           kind=USER, retryable=False)
         except AgentServerFailed as e:
-            return PluginPhaseInfo.failure("AgentServerFailed", str(e), kind=SYSTEM, retryable=True)
+            return PluginPhaseInfo.failure(E.AGENT_SERVER_FAILED, str(e), kind=SYSTEM, retryable=True)
         st = tctx.state
         if route is None:
             if st.get("status") == "created":  # its agent server died and is starting again
@@ -90,7 +91,7 @@ class AgentPlugin(Plugin):
         try:
             template = self._template(tctx)
         except TemplateError as e:
-            return PluginPhaseInfo.failure("BadTaskTemplate", f"task {tctx.task.id.name}: {e}", kind=USER,
+            return PluginPhaseInfo.failure(E.BAD_TASK_TEMPLATE, f"task {tctx.task.id.name}: {e}", kind=USER,
                                            retryable=False)
         client = self.clients.get(route.deployment)
         metadata = _execution_metadata(tctx)
@@ -161,7 +162,7 @@ class AgentPlugin(Plugin):
         if phase in (TaskPhase.FAILED, TaskPhase.RETRYABLE_FAILED):
             return PluginPhaseInfo.failure(code, f"failed to run the job: {message}", kind=kind,
                                            retryable=phase == TaskPhase.RETRYABLE_FAILED, logs=logs, custom_info=custom)
-        return PluginPhaseInfo.failure("UnknownPhase", f"the agent answered with unknown phase {phase} "
+        return PluginPhaseInfo.failure(E.UNKNOWN_PHASE, f"the agent answered with unknown phase {phase} "
                                        f"(state {resource.state})", kind=SYSTEM, retryable=True, logs=logs)
 
     def _succeeded(self, tctx: TaskExecutionContext, resource: agent_pb2.Resource, logs, custom) -> PluginPhaseInfo:
@@ -177,8 +178,8 @@ class AgentPlugin(Plugin):
             written.custom_info = custom
             return written
         return PluginPhaseInfo.failure(
-            "OutputsNotFound", f"the agent reported task {tctx.task.id.name} succeeded without outputs, and "
-            f"wrote no outputs.pb or error.pb to {prefix}", kind=SYSTEM, retryable=True, logs=logs)
+            E.OUTPUTS_NOT_FOUND, f"the agent reported task {tctx.task.id.name} succeeded without outputs, "
+            f"and wrote no outputs.pb or error.pb to {prefix}", kind=SYSTEM, retryable=True, logs=logs)
 
     def _version(self, st: dict, info: PluginPhaseInfo) -> int:
         """A new phase version when the agent's message or log links change within a phase (so each is

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from flyteidl.core import errors_pb2, execution_pb2, interface_pb2, literals_pb2, tasks_pb2
 
+from flytelite.propeller import error_codes as E
 from flytelite.propeller.plugins import copilot
 from flytelite.storage import BlobStore
 from flytelite.storage.s3 import config_from_task_environment
@@ -104,9 +105,9 @@ def upload(args: argparse.Namespace) -> int:
     try:
         outputs = copilot.read_outputs(blobs, outputs_var, Path(args.from_dir), args.raw_output_prefix)
     except copilot.ContainerReportedError as e:
-        _write_error(blobs, args.output_prefix, "ContainerError", f"User Error: {e}")
+        _write_error(blobs, args.output_prefix, E.CONTAINER_ERROR, f"User Error: {e}")
     except (copilot.OutputError, OSError) as e:
-        _write_error(blobs, args.output_prefix, "OutputsNotFound", str(e))
+        _write_error(blobs, args.output_prefix, E.OUTPUTS_NOT_FOUND, str(e))
     else:
         blobs.write_proto(posixpath.join(args.output_prefix, "outputs.pb"), outputs)
     return 0

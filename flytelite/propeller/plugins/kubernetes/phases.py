@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from flyteidl.core import execution_pb2
+from flytelite.idl.error_kinds import SYSTEM, USER
+from flytelite.propeller import error_codes as E
 
-USER, SYSTEM = execution_pb2.ExecutionError.USER, execution_pb2.ExecutionError.SYSTEM
 SIGKILL_EXIT_CODES = (137, 247)
 SYSTEM_POD_REASONS = ("Shutdown", "Terminated", "NodeShutdown", "NodeAffinity")
 STARTING = ("ErrImagePull", "ContainerCreating", "PodInitializing")
@@ -111,7 +111,7 @@ def _running(status: dict, primary: str) -> PodState:
         if "OOMKilled" in reason:
             return _failed(reason, message)
         if code in SIGKILL_EXIT_CODES:
-            return _failed(reason or "Interrupted", message, SYSTEM)
+            return _failed(reason or E.INTERRUPTED, message, SYSTEM)
         if code:
             return _failed(reason or "Error", message)
         return PodState("succeeded")
@@ -119,7 +119,7 @@ def _running(status: dict, primary: str) -> PodState:
 
 
 def _failure(status: dict, primary: str) -> PodState:
-    code = status.get("reason") or "UnknownError"
+    code = status.get("reason") or E.UNKNOWN_ERROR
     message = status.get("message") or "Pod failed. No message received from kubernetes."
     system = code in SYSTEM_POD_REASONS
     for c in _containers(status):
@@ -129,10 +129,10 @@ def _failure(status: dict, primary: str) -> PodState:
         if "OOMKilled" in (terminated.get("reason") or ""):
             code = "OOMKilled"
         elif terminated.get("exitCode") in SIGKILL_EXIT_CODES:
-            code = "Interrupted"
+            code = E.INTERRUPTED
             system = system or c.get("name") == primary
         message += _termination(c.get("name", ""), terminated)
-    if code == "UnknownError" or system:
+    if code == E.UNKNOWN_ERROR or system:
         return _failed("Interrupted", message, SYSTEM)
     return _failed(code, message)
 

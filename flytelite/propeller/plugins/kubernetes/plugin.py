@@ -21,7 +21,9 @@ from flyteidl.core import execution_pb2
 from kubernetes.client.exceptions import ApiException
 
 from flytelite.context import Context
+from flytelite.idl.error_kinds import SYSTEM, USER
 from flytelite.kubeclient import MANAGED_LABEL, Namespaces, core_api
+from flytelite.propeller import error_codes as E
 from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
 from flytelite.propeller.plugins.environment import flyte_task_env
 from flytelite.propeller.plugins.kubernetes import copilot, names, phases, pods
@@ -34,7 +36,6 @@ from flytelite.propeller.plugins.template import TemplateError
 
 log = logging.getLogger(__name__)
 
-USER, SYSTEM = execution_pb2.ExecutionError.USER, execution_pb2.ExecutionError.SYSTEM
 # How long a round waits for the informer's first list before reading pods from the apiserver itself.
 SYNC_SECONDS = 10.0
 # How often an attempt waiting for room under max_pods_in_flight looks again (a pod ending also wakes it).
@@ -107,7 +108,7 @@ class KubernetesPlugin(Plugin):
         try:
             pod = self._pod_manifest(tctx, namespace)
         except TemplateError as e:
-            return PluginPhaseInfo.failure("BadTaskSpecification", f"task {tctx.task.id.name}: {e}", kind=USER,
+            return PluginPhaseInfo.failure(E.BAD_TASK_SPECIFICATION, f"task {tctx.task.id.name}: {e}", kind=USER,
                                            retryable=False)
         key = (namespace, pod["metadata"]["name"])
         try:
@@ -128,11 +129,11 @@ class KubernetesPlugin(Plugin):
         """As FlytePropeller's plugin manager judges a refused create."""
         what = f"creating pod {key[0]}/{key[1]} for task {tctx.task.id.name}: {e.status} {e.reason}: {_message(e)}"
         if e.status == 403:
-            return PluginPhaseInfo.failure("RuntimeFailure", what, kind=USER, retryable=True)
+            return PluginPhaseInfo.failure(E.RUNTIME_FAILURE, what, kind=USER, retryable=True)
         if e.status in (400, 422):
-            return PluginPhaseInfo.failure("BadTaskFormat", what, kind=USER, retryable=False)
+            return PluginPhaseInfo.failure(E.BAD_TASK_FORMAT, what, kind=USER, retryable=False)
         if e.status == 413:
-            return PluginPhaseInfo.failure("EntityTooLarge", what, kind=USER, retryable=False)
+            return PluginPhaseInfo.failure(E.ENTITY_TOO_LARGE, what, kind=USER, retryable=False)
         # Anything else (the apiserver busy, a new namespace's service account not ready yet): try again soon;
         # creating is idempotent by the pod's name.
         log.info("%s; trying again", what)
@@ -178,7 +179,7 @@ class KubernetesPlugin(Plugin):
         logs = self._logs(key)
         if st.get("lost"):
             return PluginPhaseInfo.failure(
-                "ResourceDeletedExternally", f"resource not found, name [{key[0]}/{key[1]}]: the pod was deleted "
+                E.RESOURCE_DELETED_EXTERNALLY, f"resource not found, name [{key[0]}/{key[1]}]: the pod was deleted "
                 "before it finished", kind=SYSTEM, retryable=True, logs=logs)
         if st.get("failure"):
             code, message, kind, retryable = st["failure"]
@@ -189,7 +190,7 @@ class KubernetesPlugin(Plugin):
         if not len(tctx.task.interface.outputs.variables):
             return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs)
         return PluginPhaseInfo.failure(
-            "OutputsNotFound", f"pod {key[0]}/{key[1]} succeeded without writing outputs.pb or error.pb to "
+            E.OUTPUTS_NOT_FOUND, f"pod {key[0]}/{key[1]} succeeded without writing outputs.pb or error.pb to "
             f"{st['output_prefix']}", kind=SYSTEM, retryable=True, logs=logs)
 
     def _logs(self, key: PodKey) -> list[execution_pb2.TaskLog]:

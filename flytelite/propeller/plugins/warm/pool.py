@@ -124,7 +124,8 @@ class ZygoteRetired(OSError):
 class WarmAttempt:
     """A forked attempt: what the plugin needs of a Popen, with exit news from the zygote."""
 
-    def __init__(self, zygote: Zygote, request_id: int, pid: int, start_time: int | None, reused: bool = False):
+    def __init__(self, zygote: ZygoteHandle, request_id: int, pid: int, start_time: int | None,
+                 reused: bool = False):
         self.zygote, self.request_id, self.pid, self.start_time = zygote, request_id, pid, start_time
         # Run by a worker that ran a sibling map item before (the pid is that worker's).
         self.reused = reused
@@ -169,8 +170,9 @@ class WarmAttempt:
                 log.exception("exit callback of warm attempt %d failed", self.pid)
 
 
-class Zygote:
-    """One zygote process and the reader thread that turns its messages into attempt news."""
+class ZygoteHandle:
+    """The server's handle on one zygote process (zygote.py's Zygote): it starts it, sends it requests, and its
+    reader thread turns the zygote's messages into attempt news."""
 
     def __init__(self, interpreter: str, log_path: Path, worker_idle_seconds: float = WORKER_IDLE_SECONDS):
         self.interpreter = interpreter
@@ -340,9 +342,9 @@ class WarmPool:
         self.size = size
         self._running = 0
         self._waiting: list[Callable[[], None]] = []
-        self._zygotes: dict[str, Zygote] = {}
+        self._zygotes: dict[str, ZygoteHandle] = {}
         # Retired zygotes still running attempts (stopped with the pool).
-        self._draining: list[Zygote] = []
+        self._draining: list[ZygoteHandle] = []
         self._broken: dict[str, float] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -388,7 +390,7 @@ class WarmPool:
             return attempt
         return None
 
-    def _current(self, interpreter: str) -> Zygote | None:
+    def _current(self, interpreter: str) -> ZygoteHandle | None:
         """The interpreter's ready zygote, started again if its environment changed; None: run cold."""
         for _ in range(2):
             zygote = self._zygote(interpreter)
@@ -427,7 +429,7 @@ class WarmPool:
         for zygote in zygotes:
             zygote.stop()
 
-    def _zygote(self, interpreter: str) -> Zygote | None:
+    def _zygote(self, interpreter: str) -> ZygoteHandle | None:
         with self._lock:
             if self._closed:
                 return None
@@ -440,7 +442,7 @@ class WarmPool:
                 log.warning("the zygote for %s exited (code %s); starting a new one", interpreter,
                             zygote.proc.returncode)
             try:
-                zygote = Zygote(interpreter, self.logs_dir / "zygotes" / f"{_safe(interpreter)}.log",
+                zygote = ZygoteHandle(interpreter, self.logs_dir / "zygotes" / f"{_safe(interpreter)}.log",
                                 self.worker_idle_seconds)
             except OSError as e:
                 log.warning("could not start a zygote for %s (%s): its tasks run cold", interpreter, e)
@@ -449,7 +451,7 @@ class WarmPool:
             self._zygotes[interpreter] = zygote
             return zygote
 
-    def _mark_broken(self, zygote: Zygote) -> None:
+    def _mark_broken(self, zygote: ZygoteHandle) -> None:
         if zygote.info:
             return  # it ran before: a later launch simply starts a new one
         log.warning("the zygote for %s exited while starting (code %s, log in %s): its tasks run cold for %.0fs",
@@ -457,8 +459,8 @@ class WarmPool:
         with self._lock:
             self._broken[zygote.interpreter] = time.monotonic() + RETRY_BROKEN_SECONDS
 
-    def _retire(self, zygote: Zygote) -> None:
-        """The next launch starts a new zygote; this one drains (see Zygote.drain)."""
+    def _retire(self, zygote: ZygoteHandle) -> None:
+        """The next launch starts a new zygote; this one drains (see ZygoteHandle.drain)."""
         with self._lock:
             if self._zygotes.get(zygote.interpreter) is zygote:
                 del self._zygotes[zygote.interpreter]

@@ -1,1 +1,0 @@
-"""Array nodes (map tasks): the pieces the array node handler (nodes/array.py) is made of."""

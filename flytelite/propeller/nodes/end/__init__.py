@@ -1,0 +1,1 @@
+"""The end node: the workflow's outputs, gathered from its bindings."""

@@ -1,0 +1,1 @@
+"""Gate nodes: sleep, approve and signal (wait_for_input)."""

@@ -1,0 +1,1 @@
+"""Launch-plan nodes: a child execution launched through admin and waited for."""

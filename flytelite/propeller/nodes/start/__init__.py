@@ -1,0 +1,1 @@
+"""The start node: the workflow's inputs are its outputs."""

@@ -1,0 +1,303 @@
+"""Warm workers: every scenario run warm (forked from a zygote) and cold (a new interpreter) gives the same result.
+
+Each parity test runs one real flytekit workflow through the real engine twice, switching only
+`engine.warm_workers`, and compares what admin would see: phases, outputs, errors, retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import sys
+
+import pytest
+from flyteidl.core import literals_pb2
+
+from flytelite.propeller.engine import Engine
+from flytelite.propeller.phases import WorkflowStatusPhase
+from flytelite.propeller.plugins import processes
+from flytelite.propeller.plugins.core import PluginPhase, TaskExecutionContext
+from flytelite.propeller.plugins.local_process import LocalProcessPlugin
+from flytelite.propeller.plugins.warm.pool import pyflyte_command, starts_alike
+from flytelite.store.flyteworkflow import ExecutionSpec
+from flytelite.store.models import FlyteWorkflow
+from tests.propeller import flyte_tasks as ft
+from tests.propeller import harness as h
+from tests.propeller import warm_tasks as wt
+from tests.propeller.plugins.test_local_process import _gone, markers, run_workflow
+from tests.propeller.test_restart import _running_pid, _second_life
+
+PY = sys.executable
+
+
+def _run(tmp_path, warm: bool, entity, inputs: dict, name: str, during=None):
+    """Run one workflow; the summary admin would see, and how many attempts were forked."""
+    seen = {}
+
+    async def hook(ctx, key, engine):
+        seen["plugin"] = engine.plugins.get("python-task")
+        if during is not None:
+            await during(ctx, key, engine)
+
+    ctx, key, sink, status, _ = run_workflow(tmp_path / ("warm" if warm else "cold"), entity, inputs, name,
+                                             during=hook, warm_workers=warm)
+    warm_pool = seen["plugin"].warm
+    assert (warm_pool is not None) == warm
+    summary = {
+        "phase": status.phase,
+        "nodes": {n: sink.node_phases(n) for n in sorted(status.nodes) if n not in ("start-node", "end-node")},
+        "tasks": {n: sink.task_phases(n) for n in sorted(status.nodes) if n not in ("start-node", "end-node")},
+        "attempts": {n: (st.attempts, st.system_failures) for n, st in sorted(status.nodes.items())},
+        "failures": [_error(e.error) for e in sink.events
+                     if e.DESCRIPTOR.name == "TaskExecutionEvent" and e.HasField("error")],
+        "log_uris": sorted({e.logs[0].uri for e in sink.events
+                            if e.DESCRIPTOR.name == "TaskExecutionEvent" and len(e.logs)}),
+    }
+    if status.phase == WorkflowStatusPhase.SUCCESS:
+        summary["outputs"] = h.outputs(ctx, key)
+    else:
+        errors = [e.error for e in sink.events if e.DESCRIPTOR.name == "WorkflowExecutionEvent" and e.HasField("error")]
+        summary["error"] = _error(errors[-1]) if errors else None
+    return summary, (warm_pool.forks if warm_pool else 0), ctx
+
+
+def _error(err) -> tuple:
+    message = err.message
+    if err.code == "ProcessLost":  # the process died: its pid and log tail are its own
+        message = re.sub(r"pid \d+", "pid N", message.split(";")[0])
+        message = re.sub(r"/tmp/\S+/(warm|cold)/", "<tmp>/", message)
+    return err.code, err.kind, message
+
+
+def _both(tmp_path, entity, inputs_for, name: str, during_for=None):
+    """(warm summary, cold summary); inputs_for/during_for get the mode's own folder (marker files)."""
+    results = []
+    for warm in (True, False):
+        folder = tmp_path / ("warm" if warm else "cold")
+        during = during_for(folder) if during_for else None
+        summary, forks, _ = _run(tmp_path, warm, entity, inputs_for(folder), name, during)
+        results.append((summary, forks))
+    (warm_summary, forks), (cold_summary, _) = results
+    assert forks >= 1, "the warm run must fork its attempts"
+    return warm_summary, cold_summary
+
+
+def test_outputs_are_the_same(tmp_path):
+    warm, cold = _both(tmp_path, ft.add_then_square, lambda _: {"a": 2, "b": 3}, "same")
+    assert warm == cold
+    assert warm["outputs"] == {"o0": 25}
+
+
+def test_user_error_is_the_same(tmp_path):
+    warm, cold = _both(tmp_path, ft.failing_wf, lambda _: {"x": 3}, "usererr")
+    assert warm == cold
+    assert "x must be negative, got 3" in warm["error"][2] and warm["error"][1] == 1
+
+
+def test_recoverable_error_retries_are_the_same(tmp_path):
+    warm, cold = _both(tmp_path, ft.flaky_wf, lambda d: {"marker_dir": str(d / "marks")}, "flaky")
+    assert warm == cold
+    assert warm["outputs"] == {"o0": 2} and warm["attempts"]["n0"] == (2, 0)
+    assert len(warm["failures"]) == 2 and "transient failure on attempt 0" in warm["failures"][0][2]
+
+
+def test_killed_process_system_retry_is_the_same(tmp_path):
+    warm, cold = _both(tmp_path, ft.dies_once_wf, lambda d: {"marker_dir": str(d / "marks")}, "killed")
+    assert warm == cold
+    assert warm["attempts"]["n0"] == (1, 1)
+    assert warm["failures"][0][:2] == ("ProcessLost", 2) and "killed by signal SIGKILL" in warm["failures"][0][2]
+
+
+def test_timeout_is_the_same_and_kills_the_process(tmp_path):
+    warm, cold = _both(tmp_path, ft.too_slow_wf, lambda d: {"marker_dir": str(d / "marks")}, "slow")
+    assert warm == cold
+    assert warm["error"][0] == "TimeoutExpired" and warm["nodes"]["n0"][-1] == "TIMED_OUT"
+    # On a loaded machine either may be killed before it marks itself (the timeout also counts the wait for a
+    # zygote that is still importing flytekit); every process that did mark itself must be gone.
+    for mode in ("warm", "cold"):
+        for line in markers(tmp_path / mode / "marks", "too_slow"):
+            assert _gone(int(line.split()[0])), f"{mode}: the timed-out process {line} still runs"
+
+
+def test_terminate_is_the_same_and_kills_the_tasks_own_subprocesses(tmp_path):
+    def terminate_when_spawned(folder):
+        async def during(ctx, key, engine):
+            await h.wait_for(lambda: markers(folder / "marks", "spawned"))
+            with ctx.db.session() as s:
+                s.get(FlyteWorkflow, key).abort_cause = "stopped by the user"
+            engine.notify(key)
+        return during
+
+    warm, cold = _both(tmp_path, wt.spawn_and_sleep_wf, lambda d: {"marker_dir": str(d / "marks"), "seconds": 60.0},
+                       "term", during_for=terminate_when_spawned)
+    assert warm == cold
+    assert warm["phase"] == WorkflowStatusPhase.ABORTED and warm["tasks"]["n0"][-1] == (0, "ABORTED")
+    for mode in ("warm", "cold"):
+        task_pid, sleep_pid = (int(x) for x in markers(tmp_path / mode / "marks", "spawned")[0].split())
+        assert _gone(task_pid) and _gone(sleep_pid), f"{mode}: a process of the terminated task still runs"
+
+
+def test_logs_are_the_same_file_with_the_same_link(tmp_path):
+    warm, cold = _both(tmp_path, wt.say_wf, lambda _: {"word": "hi"}, "logs")
+    assert warm == cold
+    assert warm["log_uris"] == ["http://localhost:30080/logs/flytesnacks-development-logs/n0-0.log"]
+    for mode in ("warm", "cold"):
+        text = (tmp_path / mode / "home" / "logs" / "flytesnacks-development-logs" / "n0-0.log").read_text()
+        assert "stdout says hi" in text and "stderr says hi" in text, f"{mode} log: {text!r}"
+
+
+def test_a_forked_attempt_is_a_fresh_process_in_what_matters(tmp_path):
+    results = {}
+    for warm in (True, False):
+        summary, _, ctx = _run(tmp_path, warm, wt.probe_twice_wf, {}, "probe")
+        assert summary["phase"] == WorkflowStatusPhase.SUCCESS
+        lm = ctx.blobs.read_proto(f"{ctx.blobs.execution_dir(h.P, h.D, 'probe')}/end-node/data/0/outputs.pb",
+                                  literals_pb2.LiteralMap)
+        results[warm] = [{k: v.scalar.primitive.string_value for k, v in lm.literals[o].map.literals.items()}
+                         for o in ("o0", "o1")]
+    same = ("session_leader", "attempt", "execution_id", "task_name", "marker", "cwd_is_work_dir", "cwd_on_path",
+            "repo_on_path", "stdin_is_null", "argv")
+    for warm_facts, cold_facts in zip(results[True], results[False], strict=True):
+        assert {k: warm_facts[k] for k in same} == {k: cold_facts[k] for k in same}
+        assert warm_facts["session_leader"] == "True" and warm_facts["stdin_is_null"] == "True"
+        assert int(cold_facts["ppid"]) == os.getpid()  # cold: a child of the engine
+        assert int(warm_facts["ppid"]) != os.getpid()  # warm: a child of the zygote
+        # Temp files live in the attempt's own scratch folder (removed with it), not in a shared /tmp.
+        assert warm_facts["tempdir"].startswith(str(tmp_path / "warm" / "home" / "work"))
+        assert warm_facts["user_tmp"].startswith(warm_facts["tempdir"])
+    a, b = results[True]
+    # Children of one zygote must not draw the same "random" names (raw outputs would overwrite each other).
+    assert a["flyte_random"] != b["flyte_random"] and a["random"] != b["random"]
+    assert a["raw_output_prefix"] != b["raw_output_prefix"]
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    ([PY, "-m", "flytekit.bin.entrypoint", "pyflyte-execute", "--inputs", "i"], ["pyflyte-execute", "--inputs", "i"]),
+    ([PY, "-m", "flytekit.bin.entrypoint", "pyflyte-map-execute", "--inputs", "i"],
+     ["pyflyte-map-execute", "--inputs", "i"]),
+    ([PY, "-m", "flytekit.bin.entrypoint", "pyflyte-fast-execute", "--additional-distribution", "d", "--dest-dir",
+      ".", "--", "pyflyte-execute", "--inputs", "i"],
+     ["pyflyte-fast-execute", "--additional-distribution", "d", "--dest-dir", ".", "--", "pyflyte-execute",
+      "--inputs", "i"]),
+    # Inner commands that are not flytekit's entrypoint run as their own programs: cold.
+    ([PY, "-m", "flytekit.bin.entrypoint", "pyflyte-fast-execute", "--", "my-tool", "x"], None),
+    ([PY, "-m", "flytekit.bin.entrypoint", "pyflyte-fast-execute", "--additional-distribution", "d"], None),
+    ([PY, "my_script.py"], None),
+    (["/usr/bin/env", "bash", "-c", "echo"], None),
+])
+def test_which_commands_run_warm(argv, expected):
+    assert pyflyte_command(argv) == expected
+
+
+@pytest.mark.parametrize(("env", "zygote_env", "alike"), [
+    ({"A": "1", "PATH": "/x"}, {"A": "2"}, True),  # ordinary variables are the child's own
+    ({"PYTHONPATH": "/code"}, {}, True),  # applied to sys.path in the child
+    ({"PYTHONHASHSEED": "0"}, {}, False),  # read when the interpreter starts
+    ({}, {"PYTHONOPTIMIZE": "1"}, False),
+    ({"LD_PRELOAD": "/lib/x.so"}, {}, False),
+    ({"FLYTE_SDK_RICH_TRACEBACKS": "0"}, {"FLYTE_SDK_RICH_TRACEBACKS": "0"}, True),
+    ({"_F_RUNTIME_PACKAGES": "pandas"}, {}, False),  # pip installs before the task runs: cold only
+])
+def test_which_environments_run_warm(env, zygote_env, alike):
+    assert starts_alike(env, zygote_env) == alike
+
+
+def test_a_killed_zygote_orphans_its_attempt_which_is_still_waited_for_and_a_new_zygote_starts(tmp_path):
+    marks = tmp_path / "marks"
+    seen = {}
+
+    async def kill_zygote_mid_task(ctx, key, engine):
+        await h.wait_for(lambda: markers(marks, "sleep_then"))
+        warm = engine.plugins.get("python-task").warm
+        seen["zygote"] = warm.zygote_pid(PY)
+        seen["pool"] = warm
+        os.kill(seen["zygote"], signal.SIGKILL)
+
+    ctx, key, sink, status, _ = run_workflow(tmp_path, ft.restart_wf, {"marker_dir": str(marks), "seconds": 3.0},
+                                             "orphan", during=kill_zygote_mid_task)
+    assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
+    assert h.outputs(ctx, key) == {"o0": 21}
+    assert len(markers(marks, "sleep_then")) == 1  # waited for, not run again
+    assert sink.task_phases("n1")[-1] == (0, "SUCCEEDED")
+    assert _gone(seen["zygote"])
+    assert seen["pool"].forks == 3  # the last task was forked too, by a new zygote
+
+
+def test_an_environment_that_changes_interpreter_start_runs_cold(tmp_path):
+    summary, forks, _ = _run(tmp_path, True, wt.probe_hashseed_wf, {}, "hashseed")
+    assert summary["phase"] == WorkflowStatusPhase.SUCCESS
+    assert forks == 0 and summary["outputs"] == {"o0": os.getpid()}  # a child of the engine, not of a zygote
+
+
+def _ppid(pid: int) -> int:
+    stat = (processes.PROC / str(pid) / "stat").read_text()
+    return int(stat[stat.rindex(")") + 2:].split()[1])
+
+
+def test_engine_stop_leaves_the_forked_attempt_running_and_a_new_engine_adopts_it(tmp_path):
+    marks = tmp_path / "marks"
+    ctx = h.make_context(tmp_path)
+    key = h.create_execution(ctx, h.compile_entity(ft.restart_wf), {"marker_dir": str(marks), "seconds": 3.0},
+                             "adopt")
+
+    async def first_life():
+        engine = Engine(ctx, h.RecordingSink())
+        await engine.start()
+        engine.notify(key)
+        try:
+            pid = await h.wait_for(lambda: _running_pid(ctx, key, "n1"))
+            await h.wait_for(lambda: markers(marks, "sleep_then"))
+            zygote = engine.plugins.get("python-task").warm.zygote_pid(PY)
+            assert _ppid(pid) == zygote
+            return pid, zygote
+        finally:
+            await engine.stop()
+
+    pid, zygote = asyncio.run(first_life())
+    ctx.db.dispose()
+    assert _gone(zygote), "the zygote must exit with the engine that started it"
+    assert processes.start_time(pid) is not None, "the forked attempt must outlive its zygote"
+    ctx, sink, status = _second_life(tmp_path, key)
+    assert status.phase == WorkflowStatusPhase.SUCCESS and h.outputs(ctx, key) == {"o0": 21}
+    assert len(markers(marks, "sleep_then")) == 1 and len(markers(marks, "last")) == 1
+    assert sink.task_phases("n1") == [(0, "SUCCEEDED")]
+
+
+def test_a_fork_interrupted_by_a_crash_is_found_by_its_pid_file_not_started_twice(tmp_path):
+    """The crash window between the zygote forking and the engine persisting the pid."""
+    ctx = h.make_context(tmp_path)
+    marks = tmp_path / "marks"
+    closure = h.compile_entity(ft.too_slow_wf)
+    inputs_uri = str(tmp_path / "inputs.pb")
+    ctx.blobs.write_proto(inputs_uri, h.literal_map({"marker_dir": str(marks)}))
+    spec = ExecutionSpec(project=h.P, domain=h.D, name="crashfork", inputs_uri=inputs_uri,
+                         raw_output_prefix=ctx.blobs.raw_output_prefix())
+
+    def tctx(state):
+        return TaskExecutionContext(
+            ctx=ctx, key=(h.P, h.D, "crashfork"), spec=spec, workflow_id=closure.primary.template.id, node_id="n0",
+            attempt=0, task=closure.tasks[0].template, input_uri=inputs_uri, output_prefix=str(tmp_path / "out"),
+            state=state, wake=lambda delay: None)
+
+    first, second = LocalProcessPlugin(ctx), LocalProcessPlugin(ctx)
+    try:
+        state = {}
+        assert first.handle(tctx(state)).phase == PluginPhase.QUEUED
+        persisted = dict(state)  # what the crashed server had written: "launching", no pid
+        assert first.handle(tctx(state)).phase == PluginPhase.RUNNING
+        pid = state["pid"]
+        assert first.warm.forks == 1
+        # A forked child's /proc environ is the zygote's: only its pid file says which attempt it is.
+        assert processes.find_by_marker(persisted["marker"]) is None
+        after = dict(persisted)
+        info = second.handle(tctx(after))  # a new server, which did not prepare this attempt
+        assert info.phase == PluginPhase.RUNNING
+        assert after["pid"] == pid and after["adopted"] is True
+        assert second.warm is None or second.warm.forks == 0
+        second.abort(tctx(after))
+        assert _gone(pid)
+    finally:
+        first.close()
+        second.close()

@@ -1,0 +1,240 @@
+"""Warm workers for map items (a worker runs sibling items one after another) and the warm pool's size.
+
+The map-item parity test runs one real flytekit map task through the real engine warm and cold and
+compares what admin would see, plus what each item could observe of its process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import pytest
+from flyteidl.core import literals_pb2
+
+from flytelite.config import Config, EngineConfig
+from flytelite.propeller.engine import Engine
+from flytelite.propeller.phases import WorkflowStatusPhase
+from flytelite.propeller.plugins import processes
+from flytelite.propeller.plugins.warm.pool import WarmPool
+from tests.propeller import harness as h
+from tests.propeller import warm_tasks as wt
+from tests.propeller.plugins.test_local_process import _gone, markers, run_workflow
+from tests.propeller.plugins.test_warm import PY, _run
+from tests.propeller.test_restart import _second_life
+
+ITEM_FACTS = ("x", "index", "seen", "env_left_before", "cwd_was_clean", "root_handlers", "warning_filters",
+              "cwd_is_work_dir", "session_leader")
+
+
+def _item(lit: literals_pb2.Literal) -> dict[str, str] | None:
+    """A map item's output: an optional dict of strings (None for a failed item)."""
+    value = lit.scalar.union.value if lit.scalar.HasField("union") else lit
+    if value.scalar.HasField("none_type"):
+        return None
+    return {k: v.scalar.primitive.string_value for k, v in value.map.literals.items()}
+
+
+def test_map_items_are_the_same_warm_and_cold_and_each_item_sees_a_fresh_process(tmp_path):
+    xs = list(range(8))
+    runs = {}
+    for warm in (True, False):
+        summary, forks, ctx = _run(tmp_path, warm, wt.map_probe_wf, {"xs": xs}, "mapprobe")
+        outputs = [_item(lit) for lit in summary.pop("outputs")["o0"]]
+        # The array node's task events report item progress: how many RUNNING updates depends on timing.
+        summary["tasks"] = {n: phases[-1] for n, phases in summary["tasks"].items()}
+        runs[warm] = summary, outputs, forks, ctx
+    (warm, warm_items, forks, ctx), (cold, cold_items, _, _) = runs[True], runs[False]
+    assert warm == cold
+    assert warm["phase"] == WorkflowStatusPhase.SUCCESS and forks == len(xs)
+    assert warm_items[3] is None and cold_items[3] is None  # the failed item, allowed by min_success_ratio
+    for x, (w, c) in enumerate(zip(warm_items, cold_items, strict=True)):
+        if x == 3:
+            continue
+        assert {k: w[k] for k in ITEM_FACTS} == {k: c[k] for k in ITEM_FACTS}
+        # What an item did to its module, environment and folder is not seen by the next one in its worker.
+        assert (w["x"], w["index"], w["seen"], w["env_left_before"], w["cwd_was_clean"]) == (
+            str(x), str(x), str(x), "", "True")
+        assert w["tempdir"].startswith(str(tmp_path / "warm" / "home" / "work"))
+    warm_pids = {w["pid"] for w in warm_items if w}
+    assert len({c["pid"] for c in cold_items if c}) == len(xs) - 1
+    assert len(warm_pids) < len(xs) - 1, "items must have been run by workers that ran a sibling before"
+    assert len({w["tempdir"] for w in warm_items if w}) == len(xs) - 1
+    assert len({w["random"] for w in warm_items if w}) == len(xs) - 1
+    # Each item's log is its own, though its process ran others.
+    logs = tmp_path / "warm" / "home" / "logs" / "flytesnacks-development-mapprobe"
+    for x in xs:
+        text = (logs / f"n0-n{x}-0.log").read_text()
+        assert f"item {x} on stdout" in text and f"item {x} on stderr" in text
+        assert not any(f"item {other} on" in text for other in xs if other != x), text
+
+
+def test_tasks_of_one_code_version_run_one_after_another_in_a_worker_each_with_a_fresh_import(tmp_path):
+    results = {}
+    for warm in (True, False):
+        summary, forks, _ = _run(tmp_path, warm, wt.different_tasks_wf, {}, "different")
+        assert summary["phase"] == WorkflowStatusPhase.SUCCESS, summary
+        results[warm] = [{k: v.scalar.primitive.string_value for k, v in lit.map.literals.items()}
+                         for lit in (summary["outputs"]["o0"], summary["outputs"]["o1"])]
+    (w1, w2), (c1, c2) = results[True], results[False]
+    # What each task saw of its module and environment is the same as in fresh processes ...
+    assert [(f["seen"], f["env_left_before"]) for f in (w1, w2)] == [(f["seen"], f["env_left_before"])
+                                                                      for f in (c1, c2)] == [("101", ""), ("105", "")]
+    # ... though one worker ran all three attempts (relay between the two probes), with their own temp dirs.
+    assert w1["pid"] == w2["pid"] and c1["pid"] != c2["pid"]
+    assert w1["random"] != w2["random"] and w1["tempdir"] != w2["tempdir"]
+
+
+def test_an_item_that_leaves_a_thread_or_an_atexit_hook_ends_as_a_process_would(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    summary, forks, ctx = _run(tmp_path, True, wt.lingering_wf, {"xs": [0, 1, 2], "marker_dir": str(marks)},
+                               "linger")
+    assert summary["phase"] == WorkflowStatusPhase.SUCCESS, summary
+    first, second, third = summary["outputs"]["o0"]
+    # Its thread ran to the end and its atexit hook ran, in its process, before the next item started.
+    assert (marks / "thread-finished").read_text() == str(first)
+    assert (marks / "atexit-ran").read_text() == str(first)
+    assert second != first, "a process an item left a thread in must not run another item"
+    assert third == second, "a clean item's worker runs the next sibling"
+
+
+def _item_request(tmp_path, name: str, task_name: str, inputs: dict) -> tuple[list[str], str, str]:
+    """A pyflyte-execute command for a task of tests/propeller/warm_tasks.py: (argv, cwd, log)."""
+    folder = tmp_path / name
+    folder.mkdir(parents=True)
+    inputs_pb = folder / "inputs.pb"
+    inputs_pb.write_bytes(h.literal_map(inputs).SerializeToString())
+    argv = [PY, "-m", "flytekit.bin.entrypoint", "pyflyte-execute", "--inputs", str(inputs_pb), "--output-prefix",
+            str(folder / "out"), "--raw-output-data-prefix", str(folder / "raw"), "--resolver",
+            "flytekit.core.python_auto_container.default_task_resolver", "--", "task-module",
+            "tests.propeller.warm_tasks", "task-name", task_name]
+    work = folder / "work"
+    work.mkdir()
+    return argv, str(work), str(folder / "log")
+
+
+def _exited(attempt) -> bool:
+    return attempt.poll() is not None
+
+
+def test_a_late_kill_of_a_finished_item_does_not_reach_the_sibling_its_worker_runs_now(tmp_path):
+    pool = WarmPool(tmp_path / "logs", worker_idle_seconds=1.0)
+    try:
+        argv, cwd, log = _item_request(tmp_path, "a", "nap", {"seconds": 0.0})
+        first = pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, group="siblings")
+        asyncio.run(h.wait_for(lambda: _exited(first)))
+        assert first.returncode == 0 and not first.reused
+        argv, cwd, log = _item_request(tmp_path, "b", "nap", {"seconds": 1.5})
+        second = pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, group="siblings")
+        assert second.reused and second.pid == first.pid
+        assert first.kill(signal.SIGTERM) is True  # nothing to kill any more: no signal sent
+        # Even a kill naming the pid (sent before the first item's exit was heard) must not reach the second.
+        first.zygote.send({"op": "kill", "pid": first.pid, "id": first.request_id, "sig": int(signal.SIGTERM)})
+        asyncio.run(h.wait_for(lambda: _exited(second)))
+        assert second.returncode == 0
+        assert (tmp_path / "b" / "out" / "outputs.pb").exists()
+        # An idle worker is retired: its process ends on its own.
+        asyncio.run(h.wait_for(lambda: _gone(first.pid), timeout=15))
+    finally:
+        pool.close()
+
+
+def test_a_kill_reaches_the_item_a_worker_runs(tmp_path):
+    pool = WarmPool(tmp_path / "logs")
+    try:
+        argv, cwd, log = _item_request(tmp_path, "a", "nap", {"seconds": 0.0})
+        first = pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, group="siblings")
+        asyncio.run(h.wait_for(lambda: _exited(first)))
+        argv, cwd, log = _item_request(tmp_path, "b", "nap", {"seconds": 30.0})
+        second = pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, group="siblings")
+        assert second.reused
+        assert second.kill(signal.SIGTERM) is True
+        asyncio.run(h.wait_for(lambda: _exited(second)))
+        assert second.returncode == -signal.SIGTERM
+        assert not (tmp_path / "b" / "out" / "outputs.pb").exists()
+    finally:
+        pool.close()
+
+
+def test_an_item_running_in_a_reused_worker_outlives_the_engine_and_a_new_engine_adopts_it(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    ctx = h.make_context(tmp_path)
+    key = h.create_execution(ctx, h.compile_entity(wt.sleepy_items_wf), {"xs": [0, 1, 2], "marker_dir": str(marks)},
+                             "adoptitem")
+
+    def ran() -> list[tuple[int, int]]:
+        return [tuple(map(int, line.split())) for line in markers(marks, "ran")]
+
+    async def first_life():
+        engine = Engine(ctx, h.RecordingSink())
+        await engine.start()
+        engine.notify(key)
+        try:
+            await h.wait_for(lambda: len(ran()) == 2)
+            return engine.plugins.get("python-task").warm
+        finally:
+            await engine.stop()
+
+    warm = asyncio.run(first_life())
+    ctx.db.dispose()
+    (_, first_pid), (_, worker) = ran()
+    assert worker == first_pid and warm.reused == 1, "item 1 must run in the worker that ran item 0"
+    assert processes.start_time(worker) is not None, "the worker must finish its item without its engine"
+    ctx, sink, status = _second_life(tmp_path, key)
+    assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
+    assert h.outputs(ctx, key) == {"o0": [0, 10, 20]}
+    assert [x for x, _ in ran()] == [0, 1, 2], "no item runs twice"
+    assert _gone(worker), "the worker ends after its item once its zygote is gone"
+
+
+def _spans(marks) -> list[tuple[float, float]]:
+    return sorted(tuple(map(float, line.split())) for line in markers(marks, "spans"))
+
+
+def _one_at_a_time(spans: list[tuple[float, float]]) -> bool:
+    return all(end <= next_start for (_, end), (next_start, _) in zip(spans, spans[1:], strict=False))
+
+
+def test_warm_pool_size_is_read_from_the_config_and_cannot_be_negative(tmp_path):
+    path = tmp_path / "flytelite.yaml"
+    path.write_text("engine:\n  warm_pool_size: 3\n")
+    assert Config.load(path).engine.warm_pool_size == 3
+    assert Config().engine.warm_pool_size == 0  # no limit by default
+    with pytest.raises(ValueError, match="warm_pool_size must be 0 \\(no limit\\) or more, not -1"):
+        EngineConfig(warm_pool_size=-1)
+
+
+def test_with_a_pool_of_one_warm_attempts_wait_for_the_slot_in_queued(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    ctx, key, sink, status, _ = run_workflow(tmp_path / "tasks", wt.two_timed_wf, {"marker_dir": str(marks)},
+                                             "pool1", warm_pool_size=1)
+    assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
+    assert h.outputs(ctx, key) == {"o0": 1, "o1": 2}
+    assert len(_spans(marks)) == 2 and _one_at_a_time(_spans(marks)), _spans(marks)
+    reasons = [e.reason for node in ("n0", "n1") for e in sink.task_events(node)]
+    assert any("waiting for a warm worker: all 1 (engine.warm_pool_size) run tasks" in r for r in reasons), reasons
+
+    # A map task's items share the slot too (one worker runs them one after another).
+    (marks / "spans").unlink()
+    ctx, key, sink, status, _ = run_workflow(tmp_path / "map", wt.timed_items_wf,
+                                             {"xs": [0, 1, 2], "marker_dir": str(marks)}, "pool1map",
+                                             warm_pool_size=1)
+    assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
+    assert h.outputs(ctx, key) == {"o0": [0, 1, 2]}
+    assert len(_spans(marks)) == 3 and _one_at_a_time(_spans(marks)), _spans(marks)
+
+
+def test_an_item_whose_import_registers_a_type_transformer_ends_its_worker(tmp_path):
+    """Importing the module again in the same process would fail ('already registered'): no reuse."""
+    from tests.propeller import warm_registering as wr
+
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    summary, forks, ctx = _run(tmp_path, True, wr.thirds_wf, {"xs": [1, 2, 3], "pids_dir": str(pids)}, "thirds")
+    assert summary["phase"] == WorkflowStatusPhase.SUCCESS, summary
+    assert summary["outputs"]["o0"] == ["1/3", "2/3", "1"]
+    assert len(set(markers(pids, "pids"))) == 3, "each item in a process of its own"
