@@ -80,7 +80,7 @@ class LaunchPlanHandler(NodeHandler):
             return self._succeeded(nctx, child, closure)
         if phase in (WfPhase.FAILED, WfPhase.TIMED_OUT):
             err = closure.error if closure.HasField("error") else core_exec.ExecutionError(
-                code="LaunchPlanExecutionFailed", message="Unknown Error", kind=SYSTEM)
+                code=E.LAUNCH_PLAN_EXECUTION_FAILED, message="Unknown Error", kind=SYSTEM)
             info = PhaseInfo.failure(err.code or "LaunchPlanExecutionFailed", err.message, kind=err.kind)
             return info
         if phase == WfPhase.ABORTED:

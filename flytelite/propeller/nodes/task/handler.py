@@ -115,7 +115,7 @@ class TaskHandler(NodeHandler):
         plugin.abort(self._task_context(nctx, tstatus, task))
         if tstatus.phase not in (TaskPhase.SUCCEEDED, TaskPhase.FAILED, TaskPhase.ABORTED):
             self._report(nctx, tstatus, task, TaskPhase.ABORTED, 0, reason=reason, plugin_id=plugin.id,
-                         error=execution_pb2.ExecutionError(code="TaskAborted", message=reason, kind=USER))
+                         error=execution_pb2.ExecutionError(code=E.TASK_ABORTED, message=reason, kind=USER))
 
     def finalize(self, nctx: NodeExecutionContext) -> None:
         tstatus, task = nctx.status.task, nctx.task
