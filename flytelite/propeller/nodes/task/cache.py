@@ -76,12 +76,18 @@ class CacheRun:
     attempt: int
     # The execution's overwrite_cache: do not look, run, and replace the entry.
     overwrite: bool = False
-    # How often the engine looks at a running owner; the reservation lasts three of these.
+    # The reservation's heartbeat interval: it lasts three of these (at most DataCatalog's 10 s each).
     heartbeat_seconds: float = MAX_HEARTBEAT_INTERVAL.total_seconds()
 
     @property
     def owner_id(self) -> str:
         return reservation_owner_id(self.execution_id, self.node_id, self.attempt)
+
+    @property
+    def renew_seconds(self) -> float:
+        """How often a running owner renews: twice per interval, so that a renewal late by a loaded round
+        or a replica's death still leaves most of the reservation's three intervals."""
+        return min(self.heartbeat_seconds, MAX_HEARTBEAT_INTERVAL.total_seconds()) / 2
 
     @property
     def serialized(self) -> bool:
@@ -130,7 +136,7 @@ def before_run(run: CacheRun, state: CacheState) -> CacheCheck:
     if state.started:
         if run.serialized:
             _reserve(catalog, run, key, state)
-            return CacheCheck(CacheAction.RUN, _metadata(key, state), run.heartbeat_seconds)
+            return CacheCheck(CacheAction.RUN, _metadata(key, state), run.renew_seconds)
         return CacheCheck(CacheAction.RUN, _metadata(key, state))
 
     if run.overwrite:
@@ -150,7 +156,7 @@ def before_run(run: CacheRun, state: CacheState) -> CacheCheck:
                 release(run, state)
                 return _hit(run, state, entry)
     state.started = True
-    return CacheCheck(CacheAction.RUN, _metadata(key, state), run.heartbeat_seconds if state.held else None)
+    return CacheCheck(CacheAction.RUN, _metadata(key, state), run.renew_seconds if state.held else None)
 
 
 def after_success(run: CacheRun, state: CacheState) -> event_pb2.TaskNodeMetadata:

@@ -181,10 +181,11 @@ class TaskHandler(NodeHandler):
 def _cache_run(nctx: NodeExecutionContext, task: tasks_pb2.TaskTemplate) -> task_cache.CacheRun:
     rnd = nctx.round
     engine = rnd.ctx.config.engine
-    # A reservation lasts three heartbeats: at least half a lease each, so that a reservation of a replica
-    # that died outlives the takeover of its execution (lease expiry plus a sweep) and the new owner keeps
-    # it, instead of letting another execution compute the same key again.
-    heartbeat = min(max(engine.resync_seconds, engine.lease_seconds / 2), MAX_HEARTBEAT_INTERVAL.total_seconds())
+    # A reservation lasts three heartbeat intervals of a lease each (capped as DataCatalog caps them), and
+    # its owner renews it twice per interval (cache.before_run): a replica that died leaves it held for at
+    # least two and a half leases, longer than the takeover of its execution (lease expiry plus a sweep),
+    # even through a second death, so the new owner keeps it instead of another execution computing the key.
+    heartbeat = min(engine.lease_seconds, MAX_HEARTBEAT_INTERVAL.total_seconds())
     return task_cache.CacheRun(
         ctx=rnd.ctx, task=task, outputs_uri=nctx.outputs_uri, execution_id=rnd.exec_id,
         inputs=nctx.read_inputs,  # an array item's own values, not the array node's lists

@@ -7,6 +7,7 @@ catalog is the real one. The last test reports to admin's real EventSink and rea
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta, timezone
 
 from flyteidl.admin import node_execution_pb2, task_execution_pb2
 from flyteidl.core import catalog_pb2, compiler_pb2, literals_pb2
@@ -20,7 +21,7 @@ from flytelite.propeller.nodes.registry import default_handlers
 from flytelite.propeller.nodes.task.cache import WAITING_REASON
 from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
 from flytelite.store.models import CatalogReservation
-from tests.catalog.helpers import ManualClock
+from tests.catalog.helpers import T0, ManualClock
 from tests.propeller import harness as h
 from tests.propeller.inprocess import KEEP_RUNNING, InProcessPlugin, registry
 
@@ -237,6 +238,36 @@ def test_serialized_runs_compute_once_and_the_waiter_hits(tmp_path):
     assert task_events(sink, "waiter") == []
     with ctx.db.session() as s:
         assert s.query(CatalogReservation).count() == 0
+
+
+def test_a_running_owner_holds_its_reservation_for_three_leases_and_renews_it_twice_per_lease(tmp_path):
+    # A replica that dies mid-task leaves its reservations held for longer than the takeover of its
+    # executions (a lease and a sweep), so the new owner keeps the key (tests/e2e/test_replica_faults.py).
+    ctx = h.make_context(tmp_path, lease_seconds=4.0)  # resync_seconds stays 30: only renewals wake the node
+    clock = ctx.clock = ManualClock()
+    plugin = InProcessPlugin({"serial_square": lambda i, a: KEEP_RUNNING})
+    plugins = registry(plugin)
+
+    def expiry():
+        with ctx.db.session() as s:
+            row = s.query(CatalogReservation).one_or_none()
+            return row and (row.heartbeat_seconds, row.expires_at.replace(tzinfo=timezone.utc))
+
+    async def go():
+        engine = Engine(ctx, h.RecordingSink(), plugins=plugins, handlers=default_handlers(plugins))
+        await engine.start()
+        try:
+            key = h.create_execution(ctx, square_wf_closure, {"x": 3}, "owner")
+            engine.notify(key)
+            await h.wait_for(lambda: plugin.running == {"n0"})
+            assert expiry() == (4.0, T0 + timedelta(seconds=12))
+            clock.advance(2.0)
+            await h.wait_for(lambda: expiry() == (4.0, T0 + timedelta(seconds=14)))
+        finally:
+            await engine.stop()
+
+    square_wf_closure = compiled(square_wf)
+    asyncio.run(go())
 
 
 def test_a_crashed_owners_reservation_expires_and_a_waiter_takes_over(tmp_path):
