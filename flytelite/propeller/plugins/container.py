@@ -23,7 +23,7 @@ from flytelite.idl.error_kinds import SYSTEM, USER
 from flytelite.propeller import error_codes as E
 from flytelite.propeller.plugins import copilot, processes
 from flytelite.propeller.plugins.core import PluginPhase, PluginPhaseInfo, TaskExecutionContext
-from flytelite.propeller.plugins.local_process import LocalProcessPlugin, rendered_command
+from flytelite.propeller.plugins.local_process import AttemptState, LocalProcessPlugin, rendered_command
 from flytelite.propeller.plugins.template import TemplateError
 
 CONFIG_KEY = "raw_container_images"
@@ -39,25 +39,25 @@ class RawContainerPlugin(LocalProcessPlugin):
         # No flytekit in a raw container: nothing to fork warm, and no zygote of our own.
         self.warm = None
 
-    def _prepare(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
+    def _prepare(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo:
         image = tctx.task.container.image
         if self.ctx.config.raw_container_runner(image) is None:
             return PluginPhaseInfo.failure(E.IMAGE_NOT_MAPPED, _unmapped(tctx.task.id.name, image), kind=USER,
                                            retryable=False)
-        return super()._prepare(tctx)
+        return super()._prepare(tctx, st)
 
-    def _command(self, tctx: TaskExecutionContext) -> tuple[list[str], dict[str, str]]:
+    def _command(self, tctx: TaskExecutionContext, st: AttemptState) -> tuple[list[str], dict[str, str]]:
         container = tctx.task.container
         runner = self.ctx.config.raw_container_runner(container.image)
         if runner is None:  # the config changed since the attempt was prepared
             raise TemplateError(_unmapped(tctx.task.id.name, container.image))
         argv = rendered_command(tctx)
-        env = self._environment(tctx, os.path.dirname(sys.executable))
+        env = self._environment(tctx, st, os.path.dirname(sys.executable))
         # A raw container sees the machine's PATH, not the server's virtualenv first.
         env["PATH"] = {e.key: e.value for e in container.env}.get("PATH", os.environ.get("PATH", ""))
         dc = container.data_config
         if dc.enabled:
-            local = _local_dirs(tctx)
+            local = _local_dirs(st)
             copilot.clean_dir(local["outputs"])
             try:
                 copilot.write_inputs(self.ctx.blobs, tctx.inputs, copilot.clean_dir(local["inputs"]), dc.format)
@@ -69,20 +69,19 @@ class RawContainerPlugin(LocalProcessPlugin):
             env = {k: _map_paths(v, mapping) for k, v in env.items()}
         return runner + argv, env
 
-    def _result(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
-        st, blobs = tctx.state, self.ctx.blobs
-        logs = self._logs(tctx)
-        outputs_uri = posixpath.join(st["output_prefix"], "outputs.pb")
+    def _result(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo:
+        blobs = self.ctx.blobs
+        logs = self._logs(st)
+        outputs_uri = posixpath.join(st.output_prefix, "outputs.pb")
         if blobs.exists(outputs_uri):
             return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs)
-        code = st.get("exit_code")
-        if code:
-            return self._exit_failure(tctx, code, logs)
+        if st.exit_code:
+            return self._exit_failure(tctx, st, st.exit_code, logs)
         dc = tctx.task.container.data_config
-        out_dir = _local_dirs(tctx)["outputs"]
+        out_dir = _local_dirs(st)["outputs"]
         if not dc.enabled or not out_dir.is_dir():
             # Nothing to collect (no data config, or a process adopted after a restart whose dir is gone).
-            return super()._result(tctx)
+            return super()._result(tctx, st)
         try:
             outputs = copilot.read_outputs(blobs, tctx.task.interface.outputs, out_dir, tctx.raw_output_prefix)
         except copilot.ContainerReportedError as e:
@@ -94,15 +93,15 @@ class RawContainerPlugin(LocalProcessPlugin):
         blobs.write_proto(outputs_uri, outputs)
         return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs)
 
-    def _exit_failure(self, tctx: TaskExecutionContext, code: int, logs) -> PluginPhaseInfo:
+    def _exit_failure(self, tctx: TaskExecutionContext, st: AttemptState, code: int, logs) -> PluginPhaseInfo:
         """As Flyte judges a failed pod: a SIGKILL is a system error (preemption, OOM), anything else the user's."""
         image = tctx.task.container.image
         if code < 0:
             how = f"was killed by signal {signal.Signals(-code).name}"
         else:
             how = f"exited with code {code}"
-        message = f"the command of raw container {image!r} (pid {tctx.state.get('pid')}) {how}"
-        last = processes.tail(tctx.state["log_path"]).strip()
+        message = f"the command of raw container {image!r} (pid {st.pid}) {how}"
+        last = processes.tail(st.log_path).strip()
         if last:
             message += f"; the end of its log:\n{last}"
         if code == -signal.SIGKILL:
@@ -116,8 +115,8 @@ def _unmapped(task_name: str, image: str) -> str:
             f"server config: `{CONFIG_KEY}: {{{image!r}: local}}` (or a command prefix instead of local)")
 
 
-def _local_dirs(tctx: TaskExecutionContext) -> dict[str, Path]:
-    work = Path(tctx.state["work_dir"])
+def _local_dirs(st: AttemptState) -> dict[str, Path]:
+    work = Path(st.work_dir)
     return {"inputs": work / "inputs", "outputs": work / "outputs"}
 
 

@@ -23,7 +23,10 @@ import subprocess
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, fields
+from enum import Enum
 from pathlib import Path
+from typing import Any
 
 from flyteidl.core import execution_pb2
 
@@ -54,6 +57,50 @@ KILL_GRACE_SECONDS = 3.0
 POLL_SECONDS = 1.0
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
+
+class AttemptStatus(str, Enum):
+    """Where an attempt's process is in its life (persisted by value in the plugin state)."""
+
+    LAUNCHING = "launching"  # recorded, maybe started: a restart looks for the process before starting one
+    RUNNING = "running"      # started; pid and start_time say which process
+    DONE = "done"            # the process is gone: its files decide
+    ABORTED = "aborted"
+
+
+@dataclass
+class AttemptState:
+    """The plugin state of one attempt, as the engine persists it (TaskStatus.plugin, a JSON dict whose
+    keys are these field names; unset fields are left out)."""
+
+    status: AttemptStatus | None = None
+    # Names the attempt's process (an environment variable) so that it can be found after a restart.
+    marker: str = ""
+    # The machine that started the process (None: recorded before machines were, so this one).
+    machine: str | None = None
+    output_prefix: str = ""
+    log_path: str = ""
+    work_dir: str = ""
+    pid: int | None = None
+    start_time: int | None = None
+    # Found running after a restart rather than started by this server.
+    adopted: bool = False
+    exit_code: int | None = None
+
+    @classmethod
+    def load(cls, data: dict[str, Any]) -> AttemptState:
+        known = {f.name for f in fields(cls)}
+        state = cls(**{k: v for k, v in data.items() if k in known})
+        if state.status is not None:
+            state.status = AttemptStatus(state.status)
+        return state
+
+    def store(self, data: dict[str, Any]) -> None:
+        """Write the fields that are set (not at their default) into the engine's dict, in place: the engine
+        persists that dict."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value != f.default:
+                data[f.name] = value.value if isinstance(value, AttemptStatus) else value
 
 class LocalProcessPlugin(Plugin):
     id = "local-process"
@@ -104,16 +151,19 @@ class LocalProcessPlugin(Plugin):
 
     # -- the attempt's life ------------------------------------------------------------------
     def handle(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
-        status = tctx.state.get("status")
-        if status is None:
-            return self._prepare(tctx)
-        if status == "launching":
-            return self._launch(tctx)
-        if status == "running":
-            return self._check(tctx)
-        return self._result(tctx)
+        st = AttemptState.load(tctx.state)
+        try:
+            if st.status is None:
+                return self._prepare(tctx, st)
+            if st.status == AttemptStatus.LAUNCHING:
+                return self._launch(tctx, st)
+            if st.status == AttemptStatus.RUNNING:
+                return self._check(tctx, st)
+            return self._result(tctx, st)
+        finally:
+            st.store(tctx.state)
 
-    def _prepare(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
+    def _prepare(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo:
         task = tctx.task
         if not task.HasField("container") or not (len(task.container.command) or len(task.container.args)):
             return PluginPhaseInfo.failure(
@@ -128,48 +178,43 @@ class LocalProcessPlugin(Plugin):
         key = tctx.key
         run = f"{key[0]}-{key[1]}-{key[2]}"
         node = _UNSAFE.sub("_", tctx.node_id)
-        marker = f"{run}/{node}/{tctx.attempt}"
-        log_path = self.ctx.config.logs_dir / run / f"{node}-{tctx.attempt}.log"
-        tctx.state.update(
-            status="launching", marker=marker, machine=self.machine, output_prefix=tctx.output_prefix,
-            log_path=str(log_path),
-            work_dir=str(self.ctx.config.work_dir / run / node / str(tctx.attempt)),
-        )
+        st.status, st.machine, st.output_prefix = AttemptStatus.LAUNCHING, self.machine, tctx.output_prefix
+        st.marker = f"{run}/{node}/{tctx.attempt}"
+        st.log_path = str(self.ctx.config.logs_dir / run / f"{node}-{tctx.attempt}.log")
+        st.work_dir = str(self.ctx.config.work_dir / run / node / str(tctx.attempt))
         with self._lock:
-            self._prepared.add(marker)
+            self._prepared.add(st.marker)
         return PluginPhaseInfo(PluginPhase.QUEUED, reason="starting a local process", requeue_now=True)
 
-    def _launch(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
-        st = tctx.state
-        marker = st["marker"]
+    def _launch(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo:
         with self._lock:
-            proc = self._children.get(marker)
-            prepared_here = marker in self._prepared
+            proc = self._children.get(st.marker)
+            prepared_here = st.marker in self._prepared
         if proc is not None:
             # Started by an earlier round whose status never got persisted.
-            return self._started(tctx, proc.pid, _start_time(proc), proc)
+            return self._started(tctx, st, proc.pid, _start_time(proc), proc)
         if not prepared_here:
             if self._elsewhere(st):
-                return self._left_elsewhere(tctx)
+                return self._left_elsewhere(tctx, st)
             # Prepared before a restart: the process may have started just before the crash.
-            found = processes.find_by_marker(marker) or find_by_pid_file(st["work_dir"])
+            found = processes.find_by_marker(st.marker) or find_by_pid_file(st.work_dir)
             if found is not None:
-                log.info("adopting running task process %s (pid %d)", marker, found[0])
-                return self._started(tctx, found[0], found[1], None)
-            if self._has_result(tctx):
-                st.update(status="done")
-                return self._result(tctx)
+                log.info("adopting running task process %s (pid %d)", st.marker, found[0])
+                return self._started(tctx, st, found[0], found[1], None)
+            if self._has_result(st):
+                st.status = AttemptStatus.DONE
+                return self._result(tctx, st)
         try:
-            argv, env = self._command(tctx)
+            argv, env = self._command(tctx, st)
         except TemplateError as e:
             return PluginPhaseInfo.failure(E.BAD_TASK_TEMPLATE, f"task {tctx.task.id.name}: {e}", kind=USER,
                                            retryable=False)
-        work_dir = Path(st["work_dir"])
+        work_dir = Path(st.work_dir)
         work_dir.mkdir(parents=True, exist_ok=True)
         argv = _ensure_dest_dir(argv, work_dir)
-        Path(st["log_path"]).parent.mkdir(parents=True, exist_ok=True)
+        Path(st.log_path).parent.mkdir(parents=True, exist_ok=True)
         try:
-            proc = self._spawn(argv, env, str(work_dir), st["log_path"], on_room=lambda: tctx.wake(None))
+            proc = self._spawn(argv, env, str(work_dir), st.log_path, on_room=lambda: tctx.wake(None))
         except PoolFull as e:
             # A new phase version: the wait is reported once (TaskExecutionEvent QUEUED with this reason).
             return PluginPhaseInfo(PluginPhase.QUEUED, version=1, reason=str(e), poll_after=POLL_SECONDS)
@@ -178,9 +223,9 @@ class LocalProcessPlugin(Plugin):
                 E.PROCESS_START_FAILED, f"could not start {argv[0]!r} for task {tctx.task.id.name}: {e}",
                 kind=SYSTEM, retryable=True)
         with self._lock:
-            self._children[marker] = proc
-            self._prepared.discard(marker)
-        return self._started(tctx, proc.pid, _start_time(proc), proc)
+            self._children[st.marker] = proc
+            self._prepared.discard(st.marker)
+        return self._started(tctx, st, proc.pid, _start_time(proc), proc)
 
     def _spawn(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str, on_room=None):
         if self.warm is not None:
@@ -189,17 +234,18 @@ class LocalProcessPlugin(Plugin):
                 return proc
         return processes.spawn(argv, env, cwd, log_path)
 
-    def _started(self, tctx, pid: int, started: int | None, proc) -> PluginPhaseInfo:
-        tctx.state.update(status="running", pid=pid, start_time=started)
+    def _started(self, tctx, st: AttemptState, pid: int, started: int | None, proc) -> PluginPhaseInfo:
+        st.status, st.pid, st.start_time = AttemptStatus.RUNNING, pid, started
         if proc is None:
-            tctx.state["adopted"] = True
-        info = PluginPhaseInfo(PluginPhase.RUNNING, reason=f"running as pid {pid}", logs=self._logs(tctx))
-        if not self._watch(tctx, proc):
+            st.adopted = True
+        info = PluginPhaseInfo(PluginPhase.RUNNING, reason=f"running as pid {pid}", logs=self._logs(st))
+        if not self._watch(tctx, st, proc):
             info.poll_after = POLL_SECONDS
         return info
 
-    def _watch(self, tctx: TaskExecutionContext, proc) -> bool:
-        pid, started = tctx.state["pid"], tctx.state.get("start_time")
+    def _watch(self, tctx: TaskExecutionContext, st: AttemptState, proc) -> bool:
+        pid, started = st.pid, st.start_time
+        assert pid is not None
         if isinstance(proc, WarmAttempt) and not proc.orphaned:
             proc.on_exit(lambda: tctx.wake(None))  # the zygote reports the exit
             return True
@@ -219,55 +265,52 @@ class LocalProcessPlugin(Plugin):
             return True
         return False
 
-    def _check(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
-        st = tctx.state
+    def _check(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo:
         with self._lock:
-            proc = self._children.get(st["marker"])
+            proc = self._children.get(st.marker)
         if proc is not None and not getattr(proc, "orphaned", False):
             code = proc.poll()
             if code is None:
-                return PluginPhaseInfo(PluginPhase.RUNNING, logs=self._logs(tctx))
-            st["exit_code"] = code
+                return PluginPhaseInfo(PluginPhase.RUNNING, logs=self._logs(st))
+            st.exit_code = code
         elif self._elsewhere(st):
-            return self._left_elsewhere(tctx)
-        elif processes.is_alive(st["pid"], st.get("start_time")):
-            info = PluginPhaseInfo(PluginPhase.RUNNING, logs=self._logs(tctx))
-            if not self._watch(tctx, None):
+            return self._left_elsewhere(tctx, st)
+        elif st.pid is not None and processes.is_alive(st.pid, st.start_time):
+            info = PluginPhaseInfo(PluginPhase.RUNNING, logs=self._logs(st))
+            if not self._watch(tctx, st, None):
                 info.poll_after = POLL_SECONDS
             return info
-        st["status"] = "done"
-        return self._result(tctx)
+        st.status = AttemptStatus.DONE
+        return self._result(tctx, st)
 
-    def _elsewhere(self, st: dict) -> bool:
+    def _elsewhere(self, st: AttemptState) -> bool:
         """Whether the attempt was started on another machine (states from before machines were recorded
         are this machine's)."""
-        return st.get("machine", self.machine) != self.machine
+        return st.machine is not None and st.machine != self.machine
 
-    def _left_elsewhere(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
+    def _left_elsewhere(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo:
         """An attempt a replica on another machine started, taken over here: its files decide; without a
         result its process is out of reach, so the attempt ends as a retryable system error."""
-        st = tctx.state
-        st["status"] = "done"
-        if self._has_result(tctx):
-            return self._result(tctx)
+        st.status = AttemptStatus.DONE
+        if self._has_result(st):
+            return self._result(tctx, st)
         return PluginPhaseInfo.failure(
-            E.PROCESS_LOST, f"the task process of this attempt was started on machine {st['machine']!r} by a "
+            E.PROCESS_LOST, f"the task process of this attempt was started on machine {st.machine!r} by a "
             f"replica that stopped driving it; this replica (machine {self.machine!r}) cannot reach it, and it "
-            f"wrote no outputs.pb or error.pb to {st['output_prefix']}", kind=SYSTEM, retryable=True,
-            logs=self._logs(tctx))
+            f"wrote no outputs.pb or error.pb to {st.output_prefix}", kind=SYSTEM, retryable=True,
+            logs=self._logs(st))
 
-    def _has_result(self, tctx: TaskExecutionContext) -> bool:
-        blobs, prefix = self.ctx.blobs, tctx.state["output_prefix"]
+    def _has_result(self, st: AttemptState) -> bool:
+        blobs, prefix = self.ctx.blobs, st.output_prefix
         return any(blobs.exists(posixpath.join(prefix, f)) for f in ("outputs.pb", "error.pb", "futures.pb"))
 
-    def _result(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
-        st = tctx.state
-        prefix = st["output_prefix"]
-        logs = self._logs(tctx)
+    def _result(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo:
+        prefix = st.output_prefix
+        logs = self._logs(st)
         written = written_result(self.ctx.blobs, prefix, logs)
         if written is not None:
             return written
-        code = st.get("exit_code")
+        code = st.exit_code
         if code == 0 and not len(tctx.task.interface.outputs.variables):
             return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs)
         if code is None:
@@ -276,39 +319,39 @@ class LocalProcessPlugin(Plugin):
             how = f"was killed by signal {signal.Signals(-code).name}"
         else:
             how = f"exited with code {code}"
-        message = (f"the task process (pid {st.get('pid')}) {how} without writing outputs.pb or error.pb to "
-                   f"{prefix}")
-        last = processes.tail(st["log_path"]).strip()
+        message = f"the task process (pid {st.pid}) {how} without writing outputs.pb or error.pb to {prefix}"
+        last = processes.tail(st.log_path).strip()
         if last:
             message += f"; the end of its log:\n{last}"
         return PluginPhaseInfo.failure(E.PROCESS_LOST, message, kind=SYSTEM, retryable=True, logs=logs)
 
     def abort(self, tctx: TaskExecutionContext) -> None:
-        st = tctx.state
+        st = AttemptState.load(tctx.state)
         target = None
         with self._lock:
-            proc = self._children.get(st.get("marker", ""))
-            prepared_here = st.get("marker") in self._prepared
-        if st.get("status") == "running":
-            target = (st["pid"], st.get("start_time"))
-        elif st.get("status") == "launching":
+            proc = self._children.get(st.marker)
+            prepared_here = st.marker in self._prepared
+        if st.status == AttemptStatus.RUNNING and st.pid is not None:
+            target = (st.pid, st.start_time)
+        elif st.status == AttemptStatus.LAUNCHING:
             # A process may exist that the persisted state does not know of yet (see _launch).
             if proc is not None:
                 target = (proc.pid, processes.start_time(proc.pid))
             elif not prepared_here:
-                target = processes.find_by_marker(st["marker"])
+                target = processes.find_by_marker(st.marker)
         if target is not None and self._elsewhere(st):
             log.warning("cannot stop the task process of %s: it runs on machine %r, not this one (%r)",
-                        st.get("marker"), st["machine"], self.machine)
+                        st.marker, st.machine, self.machine)
         elif target is not None:
             pid, started = target
             if self._kill(proc, pid, started, signal.SIGTERM) and self._loop is not None:
                 self._loop.call_soon_threadsafe(
                     self._loop.call_later, KILL_GRACE_SECONDS, self._kill, proc, pid, started, signal.SIGKILL)
-        if st.get("status") in ("launching", "running"):
-            st["status"] = "aborted"
+        if st.status in (AttemptStatus.LAUNCHING, AttemptStatus.RUNNING):
+            st.status = AttemptStatus.ABORTED
+            st.store(tctx.state)
         with self._lock:
-            self._prepared.discard(st.get("marker"))
+            self._prepared.discard(st.marker)
 
     def _kill(self, proc, pid: int, started: int | None, sig: int) -> bool:
         # A warm attempt's zygote holds it unreaped until it exits: its kill cannot hit a recycled pid, nor a
@@ -318,16 +361,16 @@ class LocalProcessPlugin(Plugin):
         return processes.kill_group(pid, started, sig)
 
     def finalize(self, tctx: TaskExecutionContext) -> None:
-        st = tctx.state
-        if st.get("status") in (None, "launching", "running"):
+        st = AttemptState.load(tctx.state)
+        if st.status in (None, AttemptStatus.LAUNCHING, AttemptStatus.RUNNING):
             return
         with self._lock:
-            proc = self._children.pop(st.get("marker", ""), None)
+            proc = self._children.pop(st.marker, None)
         if proc is not None:
             proc.poll()
-        if st.get("work_dir"):
-            self._discard(st["work_dir"])
-            self._discard(scratch_dir(st["work_dir"]))
+        if st.work_dir:
+            self._discard(st.work_dir)
+            self._discard(scratch_dir(st.work_dir))
 
     def _discard(self, path: str) -> None:
         """Move a folder aside now and delete it in the background: deleting an attempt's unpacked code in
@@ -350,7 +393,7 @@ class LocalProcessPlugin(Plugin):
             pass
 
     # -- the command -----------------------------------------------------------------------
-    def _command(self, tctx: TaskExecutionContext) -> tuple[list[str], dict[str, str]]:
+    def _command(self, tctx: TaskExecutionContext, st: AttemptState) -> tuple[list[str], dict[str, str]]:
         container = tctx.task.container
         argv = rendered_command(tctx)
         interpreter = self.ctx.config.interpreter_for(container.image)
@@ -362,22 +405,22 @@ class LocalProcessPlugin(Plugin):
             argv = [interpreter, *argv[1:]]
         elif not os.path.isabs(argv[0]) and os.path.exists(os.path.join(bin_dir, argv[0])):
             argv = [os.path.join(bin_dir, argv[0]), *argv[1:]]
-        return argv, self._environment(tctx, bin_dir)
+        return argv, self._environment(tctx, st, bin_dir)
 
-    def _environment(self, tctx: TaskExecutionContext, bin_dir: str) -> dict[str, str]:
+    def _environment(self, tctx: TaskExecutionContext, st: AttemptState, bin_dir: str) -> dict[str, str]:
         env = dict(os.environ)
         env.update(flyte_task_env(tctx, self.ctx))
         env.update({
             "PYTHONUNBUFFERED": "1",
-            processes.MARKER_ENV: tctx.state["marker"],
+            processes.MARKER_ENV: st.marker,
             IMAGE_ENV: tctx.task.container.image,
         })
         # pyflyte-fast-execute starts `pyflyte-execute` through PATH: it must be the image's one.
         env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
         return task_process_env(env)
 
-    def _logs(self, tctx: TaskExecutionContext) -> list[execution_pb2.TaskLog]:
-        path = Path(tctx.state["log_path"])
+    def _logs(self, st: AttemptState) -> list[execution_pb2.TaskLog]:
+        path = Path(st.log_path)
         try:
             rel = path.relative_to(self.ctx.config.logs_dir).as_posix()
         except ValueError:
