@@ -17,6 +17,7 @@ from flytelite.config import Config, EngineConfig
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.phases import WorkflowStatusPhase
 from flytelite.propeller.plugins import processes
+from flytelite.propeller.plugins.warm import messages
 from flytelite.propeller.plugins.warm.pool import WarmPool
 from tests.propeller import harness as h
 from tests.propeller import warm_tasks as wt
@@ -131,7 +132,7 @@ def test_a_late_kill_of_a_finished_item_does_not_reach_the_sibling_its_worker_ru
         assert second.reused and second.pid == first.pid
         assert first.kill(signal.SIGTERM) is True  # nothing to kill any more: no signal sent
         # Even a kill naming the pid (sent before the first item's exit was heard) must not reach the second.
-        first.zygote.send({"op": "kill", "pid": first.pid, "id": first.request_id, "sig": int(signal.SIGTERM)})
+        first.zygote.send(messages.Kill(pid=first.pid, id=first.request_id, sig=int(signal.SIGTERM)))
         asyncio.run(h.wait_for(lambda: _exited(second)))
         assert second.returncode == 0
         assert (tmp_path / "b" / "out" / "outputs.pb").exists()

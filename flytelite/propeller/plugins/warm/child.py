@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import atexit
 import importlib.machinery
-import json
 import logging
 import os
 import socket
@@ -32,11 +31,17 @@ import threading
 import traceback
 import warnings
 import weakref
+from typing import TYPE_CHECKING
 
 import flytekit
 import flytekit.interfaces.random
 import flytekit.loggers
 from flytekit.bin import entrypoint
+
+if TYPE_CHECKING:
+    from flytelite.propeller.plugins.warm import messages
+else:  # the zygote loaded it by its path before this module (zygote._load); flytelite is not importable here
+    messages = sys.modules["_flytelite_warm_messages"]
 
 INSTALLATION = tuple({os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
 _PATH_FINDER = importlib.machinery.PathFinder
@@ -60,31 +65,31 @@ BASE_SYS_PATH = _base_sys_path()
 
 
 # -- one attempt --------------------------------------------------------------------------------
-def run_attempt(request: dict, session_fd: int) -> int:
+def run_attempt(request: messages.Run, session_fd: int) -> int:
     """Become the attempt's process (as the cold path starts it) and run the pyflyte command; the exit code."""
     _become_attempt_process(request, session_fd)
     return _finish(run_command(request))
 
 
-def _become_attempt_process(request: dict, session_fd: int) -> None:
+def _become_attempt_process(request: messages.Run, session_fd: int) -> None:
     os.setsid()  # a kill of the group reaches the task's own subprocesses; the server finds it as a leader
     os.close(session_fd)
     # Also written here, in case the zygote is killed before it writes it.
-    write_pid_file(request["pid_file"], os.getpid(), start_time(os.getpid()))
+    write_pid_file(request.pid_file, os.getpid(), start_time(os.getpid()))
 
 
-def run_command(request: dict) -> int:
+def run_command(request: messages.Run) -> int:
     """Set up what a fresh process for this attempt would have, run its pyflyte command; the exit code."""
-    _redirect_output(request["log"])
+    _redirect_output(request.log)
     os.environ.clear()
-    os.environ.update(request["env"])
-    os.chdir(request["cwd"])
-    os.makedirs(request["tmp"], exist_ok=True)
-    tempfile.tempdir = request["tmp"]
+    os.environ.update(request.env)
+    os.chdir(request.cwd)
+    os.makedirs(request.tmp, exist_ok=True)
+    tempfile.tempdir = request.tmp
     _reseed()
     _reset_loggers()
-    argv = list(request["argv"])
-    first_path = request["cwd"]
+    argv = list(request.argv)
+    first_path = request.cwd
     # As the cold process sees it: `python -m flytekit.bin.entrypoint pyflyte-execute …`.
     sys.argv = [entrypoint.__file__, *argv]
     try:
@@ -92,8 +97,8 @@ def run_command(request: dict) -> int:
         if argv[0] == "pyflyte-fast-execute":
             argv = _fast_execute(argv[1:])
             # The inner pyflyte-execute is a console script in the interpreter's bin folder.
-            first_path = request["bin_dir"]
-            sys.argv = [os.path.join(request["bin_dir"], argv[0]), *argv[1:]]
+            first_path = request.bin_dir
+            sys.argv = [os.path.join(request.bin_dir, argv[0]), *argv[1:]]
         _set_sys_path(first_path)
         entrypoint._pass_through.main(args=argv, prog_name="pyflyte", standalone_mode=True)
         return 0
@@ -105,7 +110,7 @@ def run_command(request: dict) -> int:
 
 
 # -- a worker: attempts of a group one after another ----------------------------------------------------------------
-def serve_items(request: dict, session_fd: int, sock: socket.socket) -> int:
+def serve_items(request: messages.Run, session_fd: int, sock: socket.socket) -> int:
     """Run `request`, then each item of its group the zygote sends, while items end cleanly; the exit code."""
     _become_attempt_process(request, session_fd)
     _remember_large_input_maps()
@@ -130,7 +135,7 @@ def serve_items(request: dict, session_fd: int, sock: socket.socket) -> int:
         # The attempt is over (its files written, its log flushed): reported before the clean-up, which then
         # overlaps with the server's round that starts the next attempt.
         try:
-            sock.sendall(json.dumps({"done": request["id"]}).encode() + b"\n")
+            sock.sendall(messages.encode(messages.Done(id=request.id)))
         except OSError:
             return _finish(0)  # the zygote is gone
         baseline.restore()
@@ -140,7 +145,10 @@ def serve_items(request: dict, session_fd: int, sock: socket.socket) -> int:
             line = b""
         if not line:
             return _finish(0)  # retired by the zygote, or the zygote is gone
-        request = json.loads(line)
+        message = messages.decode(line)
+        if not isinstance(message, messages.Run):
+            return _finish(0)  # the zygote sends a worker nothing else
+        request = message
 
 
 async def _nothing() -> None:

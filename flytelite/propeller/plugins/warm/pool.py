@@ -33,6 +33,7 @@ from pathlib import Path
 
 from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.task_site import task_process_env
+from flytelite.propeller.plugins.warm import messages
 from flytelite.propeller.plugins.warm.environment import EnvironmentSnapshot
 
 log = logging.getLogger(__name__)
@@ -154,7 +155,7 @@ class WarmAttempt:
             return True
         if self.orphaned:
             return False
-        return self.zygote.send({"op": "kill", "pid": self.pid, "id": self.request_id, "sig": int(sig)})
+        return self.zygote.send(messages.Kill(pid=self.pid, id=self.request_id, sig=int(sig)))
 
     def _ended(self, returncode: int | None) -> None:
         with self._lock:
@@ -178,7 +179,8 @@ class ZygoteHandle:
         self.interpreter = interpreter
         self.env = task_process_env(dict(os.environ, PYTHONUNBUFFERED="1"))
         self.ready = threading.Event()
-        self.info: dict = {}
+        # What the zygote said once ready (None until then).
+        self.info: messages.Ready | None = None
         self.alive = True
         # Set once retired: it takes no new attempts and exits after those it runs.
         self.draining = False
@@ -206,7 +208,7 @@ class ZygoteHandle:
 
     @property
     def usable(self) -> bool:
-        return self.alive and self.ready.is_set() and self.info.get("threads") == 1
+        return self.alive and self.ready.is_set() and self.info is not None and self.info.threads == 1
 
     def accepts(self, env: dict[str, str]) -> bool:
         return starts_alike(env, self.env)
@@ -225,9 +227,9 @@ class ZygoteHandle:
             self._next_id += 1
             request_id = self._next_id
             self._pending[request_id] = future
-        request = {"op": "run", "id": request_id, "argv": command, "env": env, "cwd": cwd, "log": log_path,
-                   "tmp": os.path.join(scratch, "tmp"), "pid_file": os.path.join(scratch, "pid"),
-                   "bin_dir": os.path.dirname(self.interpreter), "group": group}
+        request = messages.Run(id=request_id, argv=command, env=env, cwd=cwd, log=log_path,
+                               tmp=os.path.join(scratch, "tmp"), pid_file=os.path.join(scratch, "pid"),
+                               bin_dir=os.path.dirname(self.interpreter), group=group)
         with self._send_lock:
             sent = not self.draining and self._send(request)
         if not sent:
@@ -243,13 +245,13 @@ class ZygoteHandle:
             raise OSError(f"the zygote for {self.interpreter} (pid {self.proc.pid}) did not answer a fork "
                           f"request in {FORK_ANSWER_SECONDS:.0f}s; it was stopped") from None
 
-    def send(self, message: dict) -> bool:
+    def send(self, message: messages.Message) -> bool:
         with self._send_lock:
             return self._send(message)
 
-    def _send(self, message: dict) -> bool:
+    def _send(self, message: messages.Message) -> bool:
         try:
-            self._sock.sendall(json.dumps(message).encode() + b"\n")
+            self._sock.sendall(messages.encode(message))
             return True
         except OSError:
             return False
@@ -260,7 +262,7 @@ class ZygoteHandle:
             if self.draining:
                 return
             self.draining = True
-            self._send({"op": "drain"})
+            self._send(messages.Drain())
 
     def stop(self, kill: bool = False) -> None:
         """Close the control socket (the zygote exits; its running children do not)."""
@@ -273,47 +275,43 @@ class ZygoteHandle:
 
     # -- the reader thread ------------------------------------------------------------------
     def _read(self) -> None:
-        buffer = b""
+        lines = messages.Lines()
         try:
             while True:
                 data = self._sock.recv(1 << 16)
                 if not data:
                     break
-                buffer += data
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    self._dispatch(json.loads(line))
+                for message in lines.feed(data):
+                    self._dispatch(message)
         except OSError:
             pass
         finally:
             self._died()
 
-    def _dispatch(self, msg: dict) -> None:
-        ev = msg["ev"]
-        if ev == "exit":
+    def _dispatch(self, msg: messages.Message) -> None:
+        if isinstance(msg, messages.Exit):
             with self._lock:
-                attempt = self._attempts.pop(msg["pid"], None)
+                attempt = self._attempts.pop(msg.pid, None)
             if attempt is not None:
-                attempt._ended(msg["code"])
-        elif ev == "started":
-            attempt = WarmAttempt(self, msg["id"], msg["pid"], msg.get("start_time"), msg.get("reused", False))
+                attempt._ended(msg.code)
+        elif isinstance(msg, messages.Started):
+            attempt = WarmAttempt(self, msg.id, msg.pid, msg.start_time, msg.reused)
             with self._lock:
                 self._attempts[attempt.pid] = attempt
-                future = self._pending.pop(msg["id"], None)
+                future = self._pending.pop(msg.id, None)
             if future is not None:
                 future.set_result(attempt)
-        elif ev == "failed":
+        elif isinstance(msg, messages.Failed):
             with self._lock:
-                future = self._pending.pop(msg["id"], None)
+                future = self._pending.pop(msg.id, None)
             if future is not None:
-                future.set_exception(OSError(msg["error"]))
-        elif ev == "ready":
-            self.environment = EnvironmentSnapshot.from_ready(msg.get("site_dirs") or {}, msg["flytekit_file"],
-                                                              self._spawned_ns)
+                future.set_exception(OSError(msg.error))
+        elif isinstance(msg, messages.Ready):
+            self.environment = EnvironmentSnapshot.from_ready(msg.site_dirs, msg.flytekit_file, self._spawned_ns)
             self.info = msg
-            if msg.get("threads") != 1:
+            if msg.threads != 1:
                 log.warning("the zygote for %s runs %s threads after importing flytekit: forking it is unsafe, "
-                            "tasks of this interpreter run cold", self.interpreter, msg.get("threads"))
+                            "tasks of this interpreter run cold", self.interpreter, msg.threads)
             self.ready.set()
 
     def _died(self) -> None:
@@ -438,7 +436,7 @@ class WarmPool:
                 return zygote
             if time.monotonic() < self._broken.get(interpreter, 0.0):
                 return None
-            if zygote is not None and zygote.ready.is_set() and zygote.info:
+            if zygote is not None and zygote.ready.is_set() and zygote.info is not None:
                 log.warning("the zygote for %s exited (code %s); starting a new one", interpreter,
                             zygote.proc.returncode)
             try:
@@ -452,7 +450,7 @@ class WarmPool:
             return zygote
 
     def _mark_broken(self, zygote: ZygoteHandle) -> None:
-        if zygote.info:
+        if zygote.info is not None:
             return  # it ran before: a later launch simply starts a new one
         log.warning("the zygote for %s exited while starting (code %s, log in %s): its tasks run cold for %.0fs",
                     zygote.interpreter, zygote.proc.returncode, self.logs_dir / "zygotes", RETRY_BROKEN_SECONDS)

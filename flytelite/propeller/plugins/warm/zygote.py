@@ -15,14 +15,9 @@ and report them when ready: the server compares them before each attempt and, wh
 installed or removed, sends "drain" and starts a new zygote. A draining zygote forks nothing more,
 retires its idle workers and exits once its last child is reaped (their exits are still reported).
 
-Protocol: JSON lines over the inherited unix socket <fd>.
-  server -> zygote: {"op": "run", "id", "argv", "env", "cwd", "log", "tmp", "pid_file", "bin_dir", "group"}
-                    {"op": "kill", "pid", "id", "sig"}, {"op": "drain"}
-  zygote -> server: {"ev": "ready", "site_dirs": {path: mtime_ns | None}, ...},
-                    {"ev": "started", "id", "pid", "start_time", "reused"},
-                    {"ev": "failed", "id", "error"},
-                    {"ev": "exit", "pid", "code"} (code < 0: killed by that signal, as subprocess reports)
-A worker's item that ends cleanly is reported as an exit with code 0 while its process lives on.
+Protocol: messages.py's, over the inherited unix socket <fd> (Run, Kill and Drain in; Ready, Started,
+Failed and Exit out) and over a socket pair with each worker (Run to it, Done from it). A worker's item
+that ends cleanly is reported as an exit with code 0 while its process lives on.
 The zygote exits when the server's end of the socket closes; running children keep running (a
 restarted server adopts them by the pid it persisted or by their pid file); workers then end after
 their item.
@@ -32,7 +27,6 @@ from __future__ import annotations
 
 import gc
 import importlib.util
-import json
 import os
 import selectors
 import signal
@@ -41,6 +35,7 @@ import socket
 import sys
 import sysconfig
 import time
+from typing import TYPE_CHECKING
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The script's own folder is not a place user code or flytekit is imported from.
@@ -71,16 +66,21 @@ SITE_DIRS = _site_dirs()
 import flytekit.core.python_auto_container  # noqa: E402,F401  (after the sys.path fix above)
 
 
-def _load_child():
-    """child.py, under a name no user module has (its folder is not on sys.path)."""
-    spec = importlib.util.spec_from_file_location("_flytelite_warm_child", os.path.join(HERE, "child.py"))
+def _load(name: str):
+    """A module of this folder, under a name no user module has (the folder is not on sys.path)."""
+    spec = importlib.util.spec_from_file_location(f"_flytelite_warm_{name}", os.path.join(HERE, f"{name}.py"))
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
 
-child = _load_child()
+if TYPE_CHECKING:
+    from flytelite.propeller.plugins.warm import messages
+else:
+    messages = _load("messages")  # first: child.py finds it loaded
+child = _load("child")
 
 
 class Worker:
@@ -90,14 +90,14 @@ class Worker:
         self.pid, self.group, self.start_time = pid, group, started
         self.sock: socket.socket | None = sock
         self.idle_since = 0.0
-        self.buffer = b""
+        self.lines = messages.Lines()
 
 
 class Zygote:
     def __init__(self, sock: socket.socket, worker_idle_seconds: float):
         self.sock = sock
         self.worker_idle_seconds = worker_idle_seconds
-        self.buffer = b""
+        self.lines = messages.Lines()
         # Unreaped children: pid -> the request id running in it (None: an idle or retired worker).
         self.running: dict[int, int | None] = {}
         self.workers: dict[int, Worker] = {}
@@ -113,15 +113,14 @@ class Zygote:
         self.selector.register(sock, selectors.EVENT_READ, "control")
         self.selector.register(self.wake_r, selectors.EVENT_READ, "sigchld")
 
-    def send(self, message: dict) -> None:
-        self.sock.sendall(json.dumps(message).encode() + b"\n")
+    def send(self, message: messages.Message) -> None:
+        self.sock.sendall(messages.encode(message))
 
     def serve(self) -> None:
         import flytekit
 
-        self.send({"ev": "ready", "pid": os.getpid(), "flytekit": flytekit.__version__,
-                   "flytekit_file": flytekit.__file__, "python": sys.version, "threads": _native_threads(),
-                   "site_dirs": SITE_DIRS})
+        self.send(messages.Ready(pid=os.getpid(), flytekit=flytekit.__version__, flytekit_file=flytekit.__file__,
+                                 python=sys.version, threads=_native_threads(), site_dirs=SITE_DIRS))
         while not (self.draining and not self.running):
             for key, _ in self.selector.select(self.idle_timeout()):
                 if key.data == "sigchld":
@@ -141,23 +140,20 @@ class Zygote:
         data = self.sock.recv(1 << 20)
         if not data:
             return False  # the server is gone
-        self.buffer += data
-        while b"\n" in self.buffer:
-            line, self.buffer = self.buffer.split(b"\n", 1)
-            request = json.loads(line)
-            if request["op"] == "run":
+        for request in self.lines.feed(data):
+            if isinstance(request, messages.Run):
                 self.run(request)
-            elif request["op"] == "drain":
+            elif isinstance(request, messages.Drain):
                 self.draining = True
-            elif request["op"] == "kill" and request["pid"] in self.running:
+            elif isinstance(request, messages.Kill) and request.pid in self.running:
                 # Only an unreaped child (its pid cannot have been given to another process), and only while
                 # it still runs that attempt (a worker may have gone on to a sibling item).
-                if self.running[request["pid"]] == request.get("id"):
-                    kill_group(request["pid"], request["sig"])
+                if self.running[request.pid] == request.id:
+                    kill_group(request.pid, request.sig)
         return True
 
-    def run(self, request: dict) -> None:
-        group = request.get("group")
+    def run(self, request: messages.Run) -> None:
+        group = request.group
         worker = self.idle_worker(group) if group else None
         if worker is not None:
             self.hand_over(worker, request)
@@ -170,21 +166,20 @@ class Zygote:
                 return worker
         return None
 
-    def hand_over(self, worker: Worker, request: dict) -> None:
+    def hand_over(self, worker: Worker, request: messages.Run) -> None:
         try:
             if worker.sock is None:  # retired meanwhile (idle_worker only gives live ones)
                 raise OSError("the worker was retired")
-            child.write_pid_file(request["pid_file"], worker.pid, worker.start_time)
-            worker.sock.sendall(json.dumps(request).encode() + b"\n")
+            child.write_pid_file(request.pid_file, worker.pid, worker.start_time)
+            worker.sock.sendall(messages.encode(request))
         except OSError:
             self.retire(worker)  # it is ending: the item gets a process of its own
             self.fork(request, worker.group)
             return
-        self.running[worker.pid] = request["id"]
-        self.send({"ev": "started", "id": request["id"], "pid": worker.pid, "start_time": worker.start_time,
-                   "reused": True})
+        self.running[worker.pid] = request.id
+        self.send(messages.Started(id=request.id, pid=worker.pid, start_time=worker.start_time, reused=True))
 
-    def fork(self, request: dict, group: str | None) -> None:
+    def fork(self, request: messages.Run, group: str | None) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         # The child closes its end once it leads its own session: only then is the attempt reported
@@ -199,7 +194,7 @@ class Zygote:
             for end in (ours, theirs):
                 if end is not None:
                     end.close()
-            self.send({"ev": "failed", "id": request["id"], "error": f"fork failed: {e}"})
+            self.send(messages.Failed(id=request.id, error=f"fork failed: {e}"))
             return
         if pid == 0:
             code = 1
@@ -216,7 +211,7 @@ class Zygote:
         os.close(session_w)
         os.read(session_r, 1)  # EOF once the child called setsid (or died)
         os.close(session_r)
-        self.running[pid] = request["id"]
+        self.running[pid] = request.id
         # Read while the child cannot have been reaped yet (it is ours until reap() runs). The pid file is
         # written before the server hears of the pid: a server that crashes now finds the child by it.
         started = child.start_time(pid)
@@ -225,10 +220,10 @@ class Zygote:
             self.workers[pid] = Worker(pid, ours, group, started)
             self.selector.register(ours, selectors.EVENT_READ, self.workers[pid])
         try:
-            child.write_pid_file(request["pid_file"], pid, started)
+            child.write_pid_file(request.pid_file, pid, started)
         except OSError as e:
-            print(f"zygote: could not write {request['pid_file']}: {e}", file=sys.stderr)
-        self.send({"ev": "started", "id": request["id"], "pid": pid, "start_time": started, "reused": False})
+            print(f"zygote: could not write {request.pid_file}: {e}", file=sys.stderr)
+        self.send(messages.Started(id=request.id, pid=pid, start_time=started, reused=False))
 
     def become_child(self) -> None:
         """Drop what is the zygote's own: the control socket, the workers' sockets, the SIGCHLD plumbing."""
@@ -252,13 +247,11 @@ class Zygote:
         if not data:
             self.retire(worker)  # it is ending; its exit (and its item's, if any) comes with reap()
             return
-        worker.buffer += data
-        while b"\n" in worker.buffer:
-            line, worker.buffer = worker.buffer.split(b"\n", 1)
-            if json.loads(line).get("done") == self.running.get(worker.pid):
+        for message in worker.lines.feed(data):
+            if isinstance(message, messages.Done) and message.id == self.running.get(worker.pid):
                 self.running[worker.pid] = None
                 worker.idle_since = time.monotonic()
-                self.send({"ev": "exit", "pid": worker.pid, "code": 0})
+                self.send(messages.Exit(pid=worker.pid, code=0))
 
     def idle(self, worker: Worker) -> bool:
         """Waiting for an item: not retired, and not running one."""
@@ -294,7 +287,7 @@ class Zygote:
             if worker is not None:
                 self.retire(worker)
             if item is not None:
-                self.send({"ev": "exit", "pid": pid, "code": os.waitstatus_to_exitcode(status)})
+                self.send(messages.Exit(pid=pid, code=os.waitstatus_to_exitcode(status)))
 
 
 def kill_group(pid: int, sig: int) -> None:

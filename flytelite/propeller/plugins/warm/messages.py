@@ -1,0 +1,120 @@
+"""The warm workers' messages: what the server (pool.py), a zygote (zygote.py) and the zygote's workers
+(child.py) tell each other, one JSON object per line over unix sockets, named by its "kind".
+
+    server -> zygote:  Run, Kill, Drain
+    zygote -> worker:  Run (the next attempt of the worker's group)
+    worker -> zygote:  Done (that attempt ended cleanly; the worker waits for the next)
+    zygote -> server:  Ready, Started, Failed, Exit
+
+Standard library only, and valid on Python 3.9: the zygote and its children run in the task's
+interpreter, which has flytekit but not flytelite, so zygote.py loads this file by its path.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Union
+
+
+@dataclass(frozen=True)
+class Run:
+    """Run one attempt in a process of its own, or in a worker of `group` (the attempts that may share one)."""
+
+    id: int
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+    log: str
+    # The attempt's temp folder, and the file its process writes its pid and start time to first.
+    tmp: str
+    pid_file: str
+    # The interpreter's bin folder: where pyflyte-execute and the other console scripts are.
+    bin_dir: str
+    group: str | None = None
+
+
+@dataclass(frozen=True)
+class Kill:
+    """Signal the process group of the attempt `id`, if process `pid` is the zygote's and still runs it."""
+
+    pid: int
+    id: int
+    sig: int
+
+
+@dataclass(frozen=True)
+class Drain:
+    """Fork nothing more: end the idle workers, and exit once every child has been reaped."""
+
+
+@dataclass(frozen=True)
+class Done:
+    """A worker's attempt `id` ended as a clean process would; the worker waits for the next."""
+
+    id: int
+
+
+@dataclass(frozen=True)
+class Ready:
+    """The zygote imported flytekit and waits for requests."""
+
+    pid: int
+    flytekit: str
+    flytekit_file: str
+    python: str
+    # Forking is safe only from a process with one thread.
+    threads: int
+    # The folders packages are installed into, with their mtimes (None: missing), noted before any import.
+    site_dirs: dict[str, int | None]
+
+
+@dataclass(frozen=True)
+class Started:
+    """Attempt `id` runs as `pid` (a worker's pid when `reused`)."""
+
+    id: int
+    pid: int
+    start_time: int | None
+    reused: bool
+
+
+@dataclass(frozen=True)
+class Failed:
+    """Attempt `id` could not be started."""
+
+    id: int
+    error: str
+
+
+@dataclass(frozen=True)
+class Exit:
+    """The attempt that ran as `pid` ended with `code` (< 0: killed by that signal, as subprocess reports);
+    a worker's attempt that ended cleanly is reported with code 0 while its process lives on."""
+
+    pid: int
+    code: int
+
+
+Message = Union[Run, Kill, Drain, Done, Ready, Started, Failed, Exit]  # noqa: UP007 - run by Python 3.9 too
+_KINDS: dict[str, Any] = {cls.__name__.lower(): cls for cls in (Run, Kill, Drain, Done, Ready, Started, Failed, Exit)}
+
+
+def encode(message: Message) -> bytes:
+    return json.dumps({"kind": type(message).__name__.lower(), **vars(message)}).encode() + b"\n"
+
+
+def decode(line: bytes) -> Message:
+    fields = json.loads(line)
+    return _KINDS[fields.pop("kind")](**fields)
+
+
+class Lines:
+    """The messages in a byte stream that arrives in pieces."""
+
+    def __init__(self) -> None:
+        self.buffer = b""
+
+    def feed(self, data: bytes) -> list[Message]:
+        *lines, self.buffer = (self.buffer + data).split(b"\n")
+        return [decode(line) for line in lines]
