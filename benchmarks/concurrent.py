@@ -1,6 +1,6 @@
 """1,000 concurrent executions of a 3-node workflow through a real server's gRPC API (no-op plugin).
 
-The server runs with `engine.plugin_override: noop` (tasks answered at once, full persistence on). All
+The server is the benchmarks' no-op server (noop_server.py: tasks answered at once, full persistence on). All
 CreateExecution calls are sent at once (gRPC futures on one channel); timed until the last execution is
 done, and every one must have SUCCEEDED. Memory is the server process's peak RSS (VmHWM).
 Baseline: flytekit's local execution of the same workflow, 1,000 times one after another.
@@ -17,13 +17,12 @@ from benchmarks.common import D, P, Row, baseline, integer, register, timed
 from benchmarks.server_client import BenchServer
 from benchmarks.workflows import engine_wfs
 
-NOOP = "engine:\n  plugin_override: noop\n"
 EXECUTIONS = 1000
 
 
 def concurrent_rows(root: Path, runs: int, local_runs: int) -> list[Row]:
     seconds, accepted, peaks = [], [], []
-    with BenchServer(root / "concurrent", NOOP) as server:
+    with BenchServer(root / "concurrent", noop=True) as server:
         lp = register(server.stub, engine_wfs.three_wf)
         for run in range(runs):
             started = time.perf_counter()

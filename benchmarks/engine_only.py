@@ -21,13 +21,13 @@ from flyteidl.core import identifier_pb2, literals_pb2
 from flyteidl.event import event_pb2
 
 from benchmarks.common import D, P, Row, baseline, integer, integers, register, timed
+from benchmarks.noop_plugin import NoopPlugin
 from benchmarks.workflows import engine_wfs
 from flytelite.admin.events import EventSink
 from flytelite.admin.service import AdminService
 from flytelite.config import Config, EngineConfig
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.nodes.registry import default_handlers
-from flytelite.propeller.plugins.noop import NoopPlugin
 from flytelite.propeller.plugins.registry import PluginRegistry
 from flytelite.server.app import admin_clients, build_context
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from flyteidl.admin import common_pb2, execution_pb2
 
 from benchmarks.common import D, P, Row, integer, register
-from benchmarks.concurrent import EXECUTIONS, NOOP
+from benchmarks.concurrent import EXECUTIONS
 from benchmarks.engine_only import MAP_ITEMS, measure
 from benchmarks.replicas import Audit, ReplicaSet
 from benchmarks.server_client import BenchServer, seconds
@@ -65,7 +65,7 @@ def _engine_rows(home: Path, database_url: str, runs: int) -> list[Row]:
 def _concurrent_row(folder: Path, database_url: str, replicas: int, runs: int) -> Row:
     """`runs` rounds of EXECUTIONS CreateExecution calls at once over `replicas` servers' ports."""
     seconds, accepted, audits, peaks = [], [], [], []
-    with ReplicaSet(folder, database_url, replicas, NOOP) as cluster:
+    with ReplicaSet(folder, database_url, replicas, noop=True) as cluster:
         lp = register(cluster.first.stub, engine_wfs.three_wf)
         for run in range(runs):
             request = execution_pb2.ExecutionCreateRequest(
@@ -96,10 +96,11 @@ def _concurrent_row(folder: Path, database_url: str, replicas: int, runs: int) -
 def _handoff_row(folder: Path, database_url: str, runs: int = HANDOFF_RUNS) -> Row:
     """CreateExecution on an API-only replica to the execution RUNNING on an engine-only replica: the
     wake-up crosses processes through PostgreSQL's NOTIFY (resyncs are an hour apart, so nothing else can)."""
-    config = (f"{NOOP}  resync_seconds: 3600\n  lease_seconds: 10800\n"
+    config = ("engine:\n  resync_seconds: 3600\n  lease_seconds: 10800\n"
               f"database_url: {json.dumps(database_url)}\n")
     home = folder / "shared-home"
-    api, engine = BenchServer(folder / "api", config, home=home), BenchServer(folder / "engine", config, home=home)
+    api = BenchServer(folder / "api", config, home=home, noop=True)
+    engine = BenchServer(folder / "engine", config, home=home, noop=True)
     api.server.role, engine.server.role = "api", "engine"
     latencies = []
     with api, engine:

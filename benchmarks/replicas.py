@@ -56,11 +56,11 @@ class Audit:
 class ReplicaSet:
     """`count` BenchServers on one database and home; use as a context manager."""
 
-    def __init__(self, folder: Path, database_url: str, count: int, config: str = ""):
+    def __init__(self, folder: Path, database_url: str, count: int, config: str = "", noop: bool = False):
         self.database_url = database_url
         config = f"{config}\ndatabase_url: {json.dumps(database_url)}\n"
         home = folder / "shared-home"
-        self.servers = [BenchServer(folder / f"replica{i}", config, home=home) for i in range(count)]
+        self.servers = [BenchServer(folder / f"replica{i}", config, home=home, noop=noop) for i in range(count)]
         # Log counts already reported by earlier audits (each audit reports what the logs gained since).
         self._logged = {"dropped": 0, "tracebacks": 0}
 

@@ -128,10 +128,10 @@ def main() -> None:
 NOTES = """\
 How each row is measured (see the modules in benchmarks/ for the code):
 - *engine only*: admin, the engine and admin's EventSink in one process, tasks answered at once by the
-  no-op plugin (flytelite/propeller/plugins/noop.py), a SQLite file and a blob folder on this machine's
+  no-op plugin (benchmarks/noop_plugin.py), a SQLite file and a blob folder on this machine's
   disk; timed from CreateExecution until admin applied the workflow's SUCCEEDED event. "home on tmpfs"
   is the same with flytelite's home in /dev/shm: the difference is what the disk costs.
-- *concurrent executions*: a real `flytelite start` with `engine.plugin_override: noop`; 1,000
+- *concurrent executions*: a real `flytelite start` with the no-op plugin (benchmarks/noop_server.py); 1,000
   CreateExecution calls sent at once over gRPC; timed until none is unfinished; each must succeed.
   Memory is the server's VmHWM from /proc.
 - *real tasks*: a real `flytelite start`; workflows registered and first run with `pyflyte run --remote`,

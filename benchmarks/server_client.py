@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ from flyteidl.core import identifier_pb2, literals_pb2
 from flyteidl.service import admin_pb2_grpc
 
 from benchmarks.common import D, P
+from benchmarks.noop_server import MODULE as NOOP_SERVER
 from flytelite.testing import RunningServer, make_server
 
 HERE = Path(__file__).parent
@@ -29,13 +31,19 @@ SUCCEEDED = core_execution_pb2.WorkflowExecution.SUCCEEDED
 class BenchServer:
     """`flytelite start` with a YAML config, the benchmark workflows copied beside it, a gRPC stub.
 
-    `home` is a state folder shared with other replicas (default: one of its own in `folder`).
+    `home` is a state folder shared with other replicas (default: one of its own in `folder`). `noop` runs
+    the benchmarks' no-op server (benchmarks/noop_server.py): tasks are answered at once, not run.
     """
 
-    def __init__(self, folder: Path, config: str = "", home: Path | None = None):
+    def __init__(self, folder: Path, config: str = "", home: Path | None = None, noop: bool = False):
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
         self.server: RunningServer = make_server(folder, config, home=home)
+        if noop:
+            self.server.module = NOOP_SERVER
+            root = str(HERE.parent)  # where `benchmarks` is imported from, whatever the working directory
+            self.server.env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+                p for p in (root, os.environ.get("PYTHONPATH", "")) if p))
         self.workflows = folder / "wf"
         shutil.copytree(HERE / "workflows", self.workflows, ignore=shutil.ignore_patterns("__pycache__"))
         self.channel: grpc.Channel | None = None

@@ -9,8 +9,12 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from flytelite.config import DEFAULT_PORT, Config
+
+if TYPE_CHECKING:
+    from flytelite.propeller.plugins.registry import PluginRegistry
 
 FLYTEKIT_CONFIG = """\
 admin:
@@ -20,7 +24,8 @@ admin:
 """
 
 
-def _start(args: argparse.Namespace) -> int:
+def start_server(args: argparse.Namespace, plugins: PluginRegistry | None = None) -> int:
+    """`flytelite start`; `plugins` replaces the engine's task plugins (benchmarks/noop_server.py)."""
     from flytelite.server import FlyteliteServer
 
     config = Config.load(args.config, home=args.home, port=args.port, host=args.host, role=args.role,
@@ -31,7 +36,7 @@ def _start(args: argparse.Namespace) -> int:
     )
     logging.getLogger("alembic").setLevel(logging.WARNING)
     try:
-        asyncio.run(FlyteliteServer(config).run())
+        asyncio.run(FlyteliteServer(config, plugins).run())
     except OSError as exc:
         print(f"flytelite could not start: {exc}. Is another server on port {config.port}? Try --port.",
               file=sys.stderr)
@@ -162,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--tls-cert", default=None, help="PEM certificate: serve gRPC and HTTP over TLS")
     start.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
     start.add_argument("--log-level", default="info")
-    start.set_defaults(func=_start)
+    start.set_defaults(func=start_server)
 
     config = sub.add_parser("config", help="client configuration")
     config_sub = config.add_subparsers(dest="config_command", required=True)

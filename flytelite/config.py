@@ -47,10 +47,6 @@ class EngineConfig:
     # How many task attempts run warm at once (0: as many as the executions' parallelism lets run); when
     # all are taken, an attempt that would run warm waits in QUEUED for one to end.
     warm_pool_size: int = 0
-    # FOR BENCHMARKS ONLY (benchmarks/, `make bench`): "noop" replaces every task plugin with one that
-    # runs nothing and answers each attempt at once with zero values (propeller/plugins/noop.py), to
-    # measure flytelite's own cost. Empty (the default) runs tasks for real. Never set it in a deployment.
-    plugin_override: str = ""
     # Where executions show besides the database: "" (nowhere) or "kubernetes" (each execution also a
     # FlyteWorkflow object in its namespace, as on a Flyte cluster; see propeller/crd).
     state: str = ""
@@ -63,17 +59,12 @@ class EngineConfig:
             raise ValueError(f"engine.lease_seconds must be more than 0, not {self.lease_seconds}")
         if self.warm_pool_size < 0:
             raise ValueError(f"engine.warm_pool_size must be 0 (no limit) or more, not {self.warm_pool_size}")
-        if self.plugin_override not in PLUGIN_OVERRIDES:
-            raise ValueError(f"engine.plugin_override must be one of {', '.join(map(repr, PLUGIN_OVERRIDES))}, "
-                             f"not {self.plugin_override!r}")
 
 
 ROLES = ("all", "api", "engine")
 # Keys of the YAML file that hold a section (a dataclass of their own).
 SECTIONS = ("engine", "scheduler", "s3", "kubernetes", "remote_data", "grpc", "literal_offloading", "gc",
             "notifications", "agent_service")
-# Values of engine.plugin_override ("" = run tasks for real).
-PLUGIN_OVERRIDES = ("", "noop")
 
 
 # What the scheduler does with slots that came due while it was not running (see flytelite/scheduler).

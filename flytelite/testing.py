@@ -46,6 +46,8 @@ class RunningServer:
     ca_file: str = ""
     # The server's environment (its task processes inherit it); None: this process's.
     env: dict[str, str] | None = None
+    # The module run as `python -m <module> start ...` (the benchmarks run one of their own).
+    module: str = "flytelite.cli"
 
     @property
     def endpoint(self) -> str:
@@ -73,7 +75,7 @@ class RunningServer:
     def start(self, timeout: float = 60) -> None:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "flytelite.cli", "start", "--port", str(self.port), "--home", str(self.home),
+            [sys.executable, "-m", self.module, "start", "--port", str(self.port), "--home", str(self.home),
              "--host", "127.0.0.1", "--role", self.role, *self.extra_args],
             stdout=log, stderr=subprocess.STDOUT, env=self.env,
         )

@@ -66,17 +66,6 @@ def admin_clients(ctx: Context) -> AdminClients:
                         recovery=AdminRecoveryClient(ctx), signals=AdminSignalClient(ctx))
 
 
-def _plugin_override(config: Config) -> PluginRegistry | None:
-    """The task plugins `engine.plugin_override` asks for (benchmarks only); None for the real ones."""
-    if config.engine.plugin_override == "noop":
-        from flytelite.propeller.plugins.noop import NoopPlugin
-
-        log.warning("engine.plugin_override is noop: tasks are NOT run, every attempt succeeds with zero values "
-                    "(a benchmark setting)")
-        return PluginRegistry([NoopPlugin()])
-    return None
-
-
 def _tls_context(config: Config) -> ssl.SSLContext | None:
     """TLS for the public port; ALPN offers h2 (gRPC requires it) and http/1.1 (browsers, requests)."""
     if not config.tls:
@@ -88,8 +77,10 @@ def _tls_context(config: Config) -> ssl.SSLContext | None:
 
 
 class FlyteliteServer:
-    def __init__(self, config: Config):
+    def __init__(self, config: Config, plugins: PluginRegistry | None = None):
+        """`plugins`: the engine's task plugins (None: the ones `config` sets up)."""
         self.config = config
+        self.plugins = plugins
         self.ctx: Context | None = None
         self.port: int | None = None
         self.engine: Engine | None = None
@@ -120,7 +111,7 @@ class FlyteliteServer:
         self.replica_id = uuid.uuid4().hex[:16]
         self.registry = ReplicaRegistry(ctx, self.replica_id, cfg.role)
         if cfg.runs_engine:
-            self.engine = Engine(ctx, EventSink(ctx), plugins=_plugin_override(cfg), clients=admin_clients(ctx),
+            self.engine = Engine(ctx, EventSink(ctx), plugins=self.plugins, clients=admin_clients(ctx),
                                  replica_id=self.replica_id, peers=self.registry.live_engines)
         # Before the API serves: an execution created from the first request on wakes an engine.
         ctx.notify_engine = publisher(ctx, self.engine.notify if self.engine is not None else None)

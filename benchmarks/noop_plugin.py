@@ -3,8 +3,8 @@
 It measures what flytelite itself costs (scheduling, persistence, events) with no task process at
 all. Each output gets the zero value of its type (0, 0.0, "", False, an empty list or map, a
 union's first variant, an enum's first value); an output it cannot make up (a file, a dataframe)
-fails the attempt saying so. It never runs user code. A server uses it only when configured with
-`engine: {plugin_override: noop}` (see flytelite/config.py), which no real deployment should set.
+fails the attempt saying so. It never runs user code. Only the benchmarks' server uses it
+(benchmarks/noop_server.py); flytelite itself has no setting that does.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from flyteidl.core import literals_pb2, types_pb2
 from google.protobuf import struct_pb2
 
 from flytelite.idl.error_kinds import USER
-from flytelite.propeller import error_codes as E
 from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
 
 # Every task type flytekit produces that runs a container or python code.
 TASK_TYPES = ("python-task", "container", "raw-container", "sqlite", "eager_failure_handler_task", "sidecar", "pod")
 _SIMPLE = types_pb2.SimpleType
+# The error code of an attempt whose outputs the plugin cannot make up.
+UNSUPPORTED_OUTPUT = "NoopPluginUnsupportedOutput"
 
 
 class CannotMakeValue(ValueError):
@@ -79,7 +80,7 @@ class NoopPlugin(Plugin):
             try:
                 outputs.literals[name].CopyFrom(zero_literal(var.type))
             except CannotMakeValue as e:
-                return PluginPhaseInfo.failure(E.NOOP_PLUGIN_UNSUPPORTED_OUTPUT, f"output {name!r} of task "
+                return PluginPhaseInfo.failure(UNSUPPORTED_OUTPUT, f"output {name!r} of task "
                                                f"{tctx.task.id.name}: {e}", kind=USER, retryable=False)
         tctx.ctx.blobs.write_proto(f"{tctx.output_prefix}/outputs.pb", outputs)
         return PluginPhaseInfo(PluginPhase.SUCCESS)

@@ -1,4 +1,4 @@
-"""The benchmarks' no-op plugin: zero values by type, and `engine.plugin_override: noop` on a real server."""
+"""The benchmarks' no-op plugin: zero values by type, and the benchmarks' no-op server (a real server process)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ from flyteidl.core import literals_pb2, types_pb2
 from flytekit.configuration import Config as FlyteConfig
 from flytekit.remote import FlyteRemote
 
-from flytelite.config import Config, EngineConfig
-from flytelite.propeller.plugins.noop import CannotMakeValue, zero_literal
-from flytelite.testing import make_server
+from benchmarks.noop_plugin import CannotMakeValue, zero_literal
+from benchmarks.server_client import BenchServer
 from tests.e2e.flyte_cli import run_remote
 
 SIMPLE = types_pb2.SimpleType
@@ -43,15 +42,6 @@ def test_a_union_gets_its_first_variant_and_a_file_cannot_be_made_up():
         zero_literal(types_pb2.LiteralType(blob=types_pb2.BlobType()))
 
 
-def test_plugin_override_accepts_only_known_values(tmp_path):
-    with pytest.raises(ValueError, match="plugin_override must be one of"):
-        EngineConfig(plugin_override="fast")
-    path = tmp_path / "flytelite.yaml"
-    path.write_text("engine:\n  plugin_override: noop\n")
-    assert Config.load(path).engine.plugin_override == "noop"
-    assert Config().engine.plugin_override == ""
-
-
 NOOP_FLOW = '''
 from flytekit import map_task, task, workflow
 
@@ -68,10 +58,9 @@ def noop_override_wf(x: int = 5) -> list[int]:
 '''
 
 
-def test_a_server_with_the_noop_override_runs_no_task(tmp_path):
-    server = make_server(tmp_path, "engine:\n  plugin_override: noop\n")
-    server.start()
-    try:
+def test_the_noop_server_runs_no_task(tmp_path):
+    with BenchServer(tmp_path / "server", noop=True) as bench:
+        server = bench.server
         folder = tmp_path / "wf"
         folder.mkdir()
         (folder / "noop_override_flow.py").write_text(NOOP_FLOW)
@@ -81,7 +70,5 @@ def test_a_server_with_the_noop_override_runs_no_task(tmp_path):
         execution = remote.wait(remote.fetch_execution(name=name), timeout=60)
         assert execution.closure.phase == 4, execution.closure.error  # SUCCEEDED
         assert execution.outputs["o0"] == [0, 0, 0]
-        assert "plugin_override is noop" in server.log_text()
+        assert "the benchmarks' no-op server: tasks are NOT run" in server.log_text()
         assert not (server.home / "logs" / f"flytesnacks-development-{name}").exists(), "no task process ran"
-    finally:
-        server.stop()
