@@ -32,8 +32,8 @@ from flytelite.compiler import literal_matches_type, literal_type_castable, type
 from flytelite.context import Context
 from flytelite.errors import InvalidArgument, NotFound
 from flytelite.idl.ids import describe
+from flytelite.idl.schedules import validate_schedule
 from flytelite.idl.times import to_timestamp
-from flytelite.scheduler.slots import validate_schedule
 from flytelite.store import entities
 from flytelite.store.models import LaunchPlan
 

@@ -20,11 +20,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from flytelite.auth.config import CONSOLE_CLIENT_ID
 from flytelite.auth.grpc import bearer_token
 from flytelite.auth.oauth2 import OAuthError, pkce_challenge
 from flytelite.auth.setup import Auth
 from flytelite.auth.tokens import LOGIN
+from flytelite.config.auth import CONSOLE_CLIENT_ID
 from flytelite.console.layout import esc, layout
 from flytelite.errors import Unauthenticated
 from flytelite.storage.signing import DOWNLOAD_ROUTE, UPLOAD_ROUTE

@@ -13,9 +13,9 @@ import logging
 from dataclasses import dataclass
 from urllib.parse import unquote_plus, urlencode, urlsplit
 
-from flytelite.auth.config import CONSOLE_CLIENT_ID, AuthConfig, ClientConfig
 from flytelite.auth.secrets import check_hash_format, verify_secret
 from flytelite.auth.tokens import ACCESS, CODE, REFRESH, SESSION, TokenIssuer
+from flytelite.config.auth import CONSOLE_CLIENT_ID, AuthConfig, ClientConfig
 from flytelite.errors import Unauthenticated
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")

@@ -6,11 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from flytelite.auth.config import AuthConfig
 from flytelite.auth.keys import SigningKey, load_or_create, write_private
 from flytelite.auth.oauth2 import AuthorizationServer
 from flytelite.auth.secrets import new_secret
 from flytelite.auth.tokens import TokenIssuer
+from flytelite.config.auth import AuthConfig
 
 
 @dataclass

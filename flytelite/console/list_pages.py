@@ -18,8 +18,8 @@ from flytelite.console.layout import entity_url, esc, fmt_time, layout, project_
 from flytelite.context import Context
 from flytelite.errors import InvalidArgument
 from flytelite.idl.phases import WorkflowPhase
+from flytelite.idl.schedules import parse_schedule, slots
 from flytelite.scheduler.progress import scheduled_plans
-from flytelite.scheduler.slots import parse_schedule, slots
 
 PAGE_SIZE = 25
 PHASES = [n for n in WorkflowPhase.keys() if n != "UNDEFINED"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from flytelite.scheduler.slots import Cadence, latest_slot, slots
+from flytelite.idl.schedules import Cadence, latest_slot, slots
 
 ALL, LATEST, NONE = "all", "latest", "none"
 

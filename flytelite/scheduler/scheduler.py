@@ -30,10 +30,10 @@ from flytelite.config import SchedulerConfig
 from flytelite.context import Context
 from flytelite.errors import AlreadyExists, FlyteliteError
 from flytelite.idl.ids import describe
+from flytelite.idl.schedules import Cadence, execution_name, parse_schedule, zone
 from flytelite.idl.times import Clock
 from flytelite.scheduler import progress
 from flytelite.scheduler.catchup import due_slots
-from flytelite.scheduler.slots import Cadence, execution_name, parse_schedule, zone
 
 log = logging.getLogger(__name__)
 

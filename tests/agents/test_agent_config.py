@@ -7,7 +7,7 @@ import yaml
 from flyteidl.admin import agent_pb2
 
 from flytelite.config import Config
-from flytelite.propeller.plugins.agents.config import AgentDeployment, AgentServiceConfig
+from flytelite.config.agents import AgentDeployment, AgentServiceConfig
 from flytelite.propeller.plugins.agents.local import TaskTypeSupport
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from flytelite.auth.config import AuthConfig
 from flytelite.auth.keys import load_or_create
 from flytelite.auth.oauth2 import AuthorizationServer, OAuthError, pkce_challenge
 from flytelite.auth.secrets import hash_secret, verify_secret
 from flytelite.auth.setup import build_auth
 from flytelite.auth.tokens import ACCESS, REFRESH, TokenIssuer
 from flytelite.config import Config
+from flytelite.config.auth import AuthConfig
 from flytelite.errors import Unauthenticated
 
 ISSUER = "http://localhost:30080"

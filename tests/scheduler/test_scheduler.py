@@ -13,10 +13,10 @@ from sqlalchemy import delete
 
 from flytelite import errors
 from flytelite.config import SchedulerConfig
+from flytelite.idl.schedules import execution_name
 from flytelite.scheduler import progress
 from flytelite.scheduler.launcher import admin_launcher
 from flytelite.scheduler.scheduler import Scheduler
-from flytelite.scheduler.slots import execution_name
 from flytelite.store.models import ScheduleProgress
 from tests.scheduler.harness import T0, Harness, ManualClock, flows, lp_id, minutes, run_for
 

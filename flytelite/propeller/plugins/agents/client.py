@@ -14,7 +14,7 @@ from flyteidl.admin import agent_pb2
 from flyteidl.core import literals_pb2
 from flyteidl.service import agent_pb2_grpc
 
-from flytelite.propeller.plugins.agents.config import AgentDeployment
+from flytelite.config.agents import AgentDeployment
 
 
 class AgentCallFailed(Exception):

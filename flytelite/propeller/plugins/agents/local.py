@@ -24,9 +24,9 @@ from pathlib import Path
 
 from flyteidl.admin import agent_pb2
 
+from flytelite.config.agents import AgentDeployment
 from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.agents.client import AgentCallFailed, AgentClient
-from flytelite.propeller.plugins.agents.config import AgentDeployment
 from flytelite.propeller.plugins.task_site import task_process_env
 
 log = logging.getLogger(__name__)

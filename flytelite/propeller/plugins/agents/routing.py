@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from flyteidl.core import tasks_pb2
 
+from flytelite.config.agents import AgentDeployment, AgentServiceConfig
 from flytelite.propeller.plugins.agents.client import AgentCallFailed, AgentClients
-from flytelite.propeller.plugins.agents.config import AgentDeployment, AgentServiceConfig
 from flytelite.propeller.plugins.agents.local import LocalAgentServers, TaskTypeSupport
 
 log = logging.getLogger(__name__)

@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from flytelite.auth.config import AuthConfig
-from flytelite.propeller.plugins.agents.config import AgentServiceConfig
+from flytelite.config.agents import AgentServiceConfig
+from flytelite.config.auth import AuthConfig
 
 DEFAULT_PORT = 30080
 DEFAULT_PROJECT = "flytesnacks"

@@ -11,10 +11,7 @@ from flyteidl.admin import execution_pb2, schedule_pb2
 from flyteidl.core import identifier_pb2 as idpb
 
 from flytelite.errors import InvalidArgument
-from flytelite.scheduler.catchup import due_slots
-from flytelite.scheduler.launcher import scheduled_execution_request
-from flytelite.scheduler.scheduler import ScheduledLaunch
-from flytelite.scheduler.slots import (
+from flytelite.idl.schedules import (
     _fnv1_64,
     execution_name,
     latest_slot,
@@ -23,6 +20,9 @@ from flytelite.scheduler.slots import (
     validate_schedule,
     zone,
 )
+from flytelite.scheduler.catchup import due_slots
+from flytelite.scheduler.launcher import scheduled_execution_request
+from flytelite.scheduler.scheduler import ScheduledLaunch
 
 UTC = timezone.utc
 T = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)  # a Wednesday
