@@ -18,8 +18,13 @@ $(VENV)/.dev-installed: $(VENV)/.installed
 start: $(VENV)/.installed
 	$(VENV)/bin/flytelite start $(ARGS)
 
+# Two pytest-xdist workers, each taking whole test files: the suite mostly waits on servers and task processes,
+# and each worker starts its own (PYTEST_WORKERS=0 runs in one process). The slowest tests are listed at the end.
+PYTEST_WORKERS ?= 2
+PYTEST = $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --durations=20
+
 test: $(VENV)/.dev-installed
-	$(PY) -m pytest -q -p no:cacheprovider --ignore=tests/k8s $(PYTEST_ARGS)
+	$(PYTEST) --ignore=tests/k8s $(PYTEST_ARGS)
 
 # Tasks as pods on the project's single-node Kubernetes (started by the tests; `make k8s-build` first).
 test-k8s: $(VENV)/.dev-installed
@@ -33,7 +38,7 @@ PG_TEST_DIRS ?= tests/store tests/server tests/propeller/test_leases.py tests/ad
 PG_SKIP ?= --ignore=tests/e2e/test_warm_vs_cold.py --ignore=tests/e2e/test_warm_environment.py \
 	--ignore=tests/e2e/test_fidelity.py --deselect tests/scheduler/test_schedule_e2e.py::test_fixed_rate_while_active
 test-postgres: $(VENV)/.dev-installed
-	$(PY) -m pytest -q -p no:cacheprovider --db=postgresql $(PG_TEST_DIRS) $(PG_SKIP) $(PYTEST_ARGS)
+	$(PYTEST) --db=postgresql $(PG_TEST_DIRS) $(PG_SKIP) $(PYTEST_ARGS)
 
 # The end-to-end smoke tests with the oldest supported flytekit (pyproject.toml [tool.flytelite]) as client and
 # task runtime, from a virtualenv of its own beside the project's.

@@ -40,8 +40,12 @@ from flytekit.bin import entrypoint
 
 if TYPE_CHECKING:
     from flytelite.propeller.plugins.warm import messages
-else:  # the zygote loaded it by its path before this module (zygote._load); flytelite is not importable here
-    messages = sys.modules["_flytelite_warm_messages"]
+else:
+    # In a task's interpreter flytelite is not importable: the zygote loaded the module by its path before
+    # this one (zygote._load). Imported as a part of flytelite (its tests), this one is flytelite's own.
+    messages = sys.modules.get("_flytelite_warm_messages")
+    if messages is None:
+        from flytelite.propeller.plugins.warm import messages
 
 INSTALLATION = tuple({os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
 _PATH_FINDER = importlib.machinery.PathFinder
