@@ -197,9 +197,11 @@ class _Baseline:
 
         while FlyteContextManager.size() > self.contexts:
             FlyteContextManager.pop_context()
+        # Other threads may import meanwhile (flytekit's event loop thread lives on between attempts): iterate
+        # over snapshots, and drop entries that may already be gone without failing.
         for name in set(sys.modules) - self.modules:
             if self.own_code(name):
-                del sys.modules[name]
+                sys.modules.pop(name, None)
         _forget_finders()
         logging.root.setLevel(self.root_logging[0])
         logging.root.handlers[:] = self.root_logging[1]
@@ -399,8 +401,10 @@ def _forget_finders() -> None:
     stay, with their cached listings: a package installed or removed retires the whole zygote (pool.py), and
     listing site-packages again made every attempt's failed optional imports (IPython, for one) slow."""
     cache = sys.path_importer_cache
-    for path in [p for p in cache if not _installed(p)]:
-        del cache[path]
+    # A snapshot first: _installed releases the GIL (it stats), and another thread's import may add an entry.
+    for path in list(cache):
+        if not _installed(path):
+            cache.pop(path, None)
     for hook in sys.meta_path:
         if hook is not _PATH_FINDER and hasattr(hook, "invalidate_caches"):
             hook.invalidate_caches()

@@ -35,6 +35,7 @@ import socket
 import sys
 import sysconfig
 import time
+import traceback
 from typing import TYPE_CHECKING
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -206,6 +207,8 @@ class Zygote:
                     code = child.serve_items(request, session_w, theirs)
                 else:
                     code = child.run_attempt(request, session_w)
+            except BaseException:  # noqa: BLE001 - said in the log it writes to, then the exit code says it
+                traceback.print_exc()
             finally:
                 os._exit(code)
         os.close(session_w)
