@@ -2,7 +2,8 @@
 
 A plugin runs one attempt of a task: handle() starts it or checks on it and reports a PluginPhase;
 abort() stops it; finalize() cleans up. Whatever a plugin must remember across rounds and restarts
-goes in `tctx.state` (a JSON-serialisable dict persisted in the node's status).
+goes in `tctx.state` (a JSON-serialisable dict persisted in the node's status), which a plugin reads and
+writes through a PluginState dataclass of its own.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import hashlib
 import posixpath
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 from flyteidl.core import execution_pb2, identifier_pb2, literals_pb2, tasks_pb2
 from google.protobuf import struct_pb2
@@ -83,6 +84,31 @@ def attempt_raw_prefix(raw_output_prefix: str, key: ExecutionKey, node_id: str, 
     GetOutputDataSandboxPath shape)."""
     uid = unique_key(key, node_id, attempt)
     return posixpath.join(raw_output_prefix, hashlib.sha1(uid.encode()).hexdigest()[:2], uid)
+
+
+_State = TypeVar("_State", bound="PluginState")
+
+
+@dataclass
+class PluginState:
+    """Base of a plugin's typed state. The engine persists the state as a JSON dict (TaskStatus.plugin):
+    a subclass's fields are its keys, and the fields at their default are left out of it. Statuses are
+    `str` enums, written as their values; a subclass turns them back into members in __post_init__."""
+
+    @classmethod
+    def load(cls: type[_State], data: dict[str, Any]) -> _State:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def store(self, data: dict[str, Any]) -> None:
+        """Write the fields into the engine's dict, in place (the engine persists that dict): those at their
+        default as no key."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value == f.default:
+                data.pop(f.name, None)
+            else:
+                data[f.name] = value.value if isinstance(value, Enum) else value
 
 
 @dataclass

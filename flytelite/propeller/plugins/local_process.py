@@ -23,10 +23,9 @@ import subprocess
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
 
 from flyteidl.core import execution_pb2
 
@@ -34,7 +33,13 @@ from flytelite.context import Context
 from flytelite.idl.error_kinds import SYSTEM, USER
 from flytelite.propeller import error_codes as E
 from flytelite.propeller.plugins import processes
-from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
+from flytelite.propeller.plugins.core import (
+    Plugin,
+    PluginPhase,
+    PluginPhaseInfo,
+    PluginState,
+    TaskExecutionContext,
+)
 from flytelite.propeller.plugins.environment import flyte_task_env
 from flytelite.propeller.plugins.results import written_result
 from flytelite.propeller.plugins.task_site import IMAGE_ENV, task_process_env
@@ -68,9 +73,8 @@ class AttemptStatus(str, Enum):
 
 
 @dataclass
-class AttemptState:
-    """The plugin state of one attempt, as the engine persists it (TaskStatus.plugin, a JSON dict whose
-    keys are these field names; unset fields are left out)."""
+class AttemptState(PluginState):
+    """What the plugin remembers of one attempt (persisted by the engine; see PluginState)."""
 
     status: AttemptStatus | None = None
     # Names the attempt's process (an environment variable) so that it can be found after a restart.
@@ -86,21 +90,10 @@ class AttemptState:
     adopted: bool = False
     exit_code: int | None = None
 
-    @classmethod
-    def load(cls, data: dict[str, Any]) -> AttemptState:
-        known = {f.name for f in fields(cls)}
-        state = cls(**{k: v for k, v in data.items() if k in known})
-        if state.status is not None:
-            state.status = AttemptStatus(state.status)
-        return state
+    def __post_init__(self) -> None:
+        if self.status is not None:
+            self.status = AttemptStatus(self.status)
 
-    def store(self, data: dict[str, Any]) -> None:
-        """Write the fields that are set (not at their default) into the engine's dict, in place: the engine
-        persists that dict."""
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value != f.default:
-                data[f.name] = value.value if isinstance(value, AttemptStatus) else value
 
 class LocalProcessPlugin(Plugin):
     id = "local-process"

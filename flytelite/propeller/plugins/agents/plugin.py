@@ -16,6 +16,9 @@ from __future__ import annotations
 import base64
 import logging
 import posixpath
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
 
 from flyteidl.admin import agent_pb2
 from flyteidl.core import execution_pb2, identifier_pb2, tasks_pb2
@@ -26,7 +29,13 @@ from flytelite.propeller import error_codes as E
 from flytelite.propeller.plugins.agents.client import AgentCallFailed, AgentClients
 from flytelite.propeller.plugins.agents.local import AgentServerFailed, LocalAgentServers
 from flytelite.propeller.plugins.agents.routing import AgentRoute, AgentRouter, NotServed
-from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
+from flytelite.propeller.plugins.core import (
+    Plugin,
+    PluginPhase,
+    PluginPhaseInfo,
+    PluginState,
+    TaskExecutionContext,
+)
 from flytelite.propeller.plugins.results import written_result
 from flytelite.propeller.plugins.template import TemplateError
 
@@ -42,6 +51,37 @@ _WAITING = {TaskPhase.QUEUED: PluginPhase.QUEUED, TaskPhase.WAITING_FOR_RESOURCE
 _STATES = {agent_pb2.PENDING: TaskPhase.INITIALIZING, agent_pb2.RUNNING: TaskPhase.RUNNING,
            agent_pb2.SUCCEEDED: TaskPhase.SUCCEEDED, agent_pb2.PERMANENT_FAILURE: TaskPhase.FAILED,
            agent_pb2.RETRYABLE_FAILURE: TaskPhase.RETRYABLE_FAILED}
+
+
+
+class AgentStatus(str, Enum):
+    CREATED = "created"  # an async agent's task exists: poll it
+    DONE = "done"        # the agent said it ended (a sync agent's answer, or GetTask's)
+    ABORTED = "aborted"  # deleted on abort
+
+
+@dataclass
+class AgentState(PluginState):
+    """What the plugin remembers of one attempt's agent task (persisted by the engine; see PluginState)."""
+
+    status: AgentStatus | None = None
+    # An async agent's handle on the task (base64), and where its outputs go.
+    resource_meta: str = ""
+    output_prefix: str = ""
+    # [task type, version]: the TaskCategory GetTask and DeleteTask name.
+    task_category: list[Any] | None = None
+    # GetTask failures in a row (the attempt fails past agent_service.max_system_failures).
+    sync_failures: int = 0
+    # What was last reported, repeated while the agent cannot be reached: [phase, reason, log uris], the
+    # plugin phase's value, the phase version (2 for a phase's first report), the reason.
+    last_seen: list[Any] | None = None
+    last_phase: int | None = None
+    last_version: int = 2
+    last_reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status is not None:
+            self.status = AgentStatus(self.status)
 
 
 class AgentPlugin(Plugin):
@@ -77,16 +117,19 @@ class AgentPlugin(Plugin):
                                            kind=USER, retryable=False)
         except AgentServerFailed as e:
             return PluginPhaseInfo.failure(E.AGENT_SERVER_FAILED, str(e), kind=SYSTEM, retryable=True)
-        st = tctx.state
-        if route is None:
-            if st.get("status") == "created":  # its agent server died and is starting again
-                return self._last_reported(st)
-            return PluginPhaseInfo(PluginPhase.QUEUED, version=1, reason="starting the agent server")
-        if st.get("status") is None or (st["status"] == "done" and "resource_meta" not in st):
-            return self._launch(tctx, route)  # not yet, or a sync agent's answer the engine did not persist
-        return self._monitor(tctx, route)
+        st = AgentState.load(tctx.state)
+        try:
+            if route is None:
+                if st.status == AgentStatus.CREATED:  # its agent server died and is starting again
+                    return self._last_reported(st)
+                return PluginPhaseInfo(PluginPhase.QUEUED, version=1, reason="starting the agent server")
+            if st.status is None or (st.status == AgentStatus.DONE and not st.resource_meta):
+                return self._launch(tctx, st, route)  # not yet, or a sync agent's answer the engine did not persist
+            return self._monitor(tctx, st, route)
+        finally:
+            st.store(tctx.state)
 
-    def _launch(self, tctx: TaskExecutionContext, route: AgentRoute) -> PluginPhaseInfo:
+    def _launch(self, tctx: TaskExecutionContext, st: AgentState, route: AgentRoute) -> PluginPhaseInfo:
         """Flyte's launch(): a sync agent's result at once, or an async agent's resource created once."""
         try:
             template = self._template(tctx)
@@ -100,46 +143,47 @@ class AgentPlugin(Plugin):
                 header = agent_pb2.CreateRequestHeader(template=template, output_prefix=tctx.output_prefix,
                                                        task_execution_metadata=metadata)
                 resource = client.execute_sync(header, tctx.inputs)
-                tctx.state.update(status="done", output_prefix=tctx.output_prefix)
-                return self._status(tctx, resource, route)
+                st.status, st.output_prefix = AgentStatus.DONE, tctx.output_prefix
+                return self._status(tctx, st, resource, route)
             meta = client.create(agent_pb2.CreateTaskRequest(
                 inputs=tctx.inputs, template=template, output_prefix=tctx.output_prefix,
                 task_execution_metadata=metadata))
         except AgentCallFailed as e:
             return PluginPhaseInfo.failure(TASK_FAILED, f"failed to create task from agent: {e}", kind=USER,
                                            retryable=True, logs=_server_log(self.ctx, route))
-        tctx.state.update(status="created", resource_meta=base64.b64encode(meta).decode(),
-                          output_prefix=tctx.output_prefix,
-                          task_category=[template.type, template.task_type_version], sync_failures=0)
+        st.status, st.resource_meta = AgentStatus.CREATED, base64.b64encode(meta).decode()
+        st.output_prefix, st.task_category = tctx.output_prefix, [template.type, template.task_type_version]
+        st.sync_failures = 0
         info = PluginPhaseInfo(PluginPhase.QUEUED, version=2, reason="launched", poll_after=self.cfg.resync_seconds,
                                logs=_server_log(self.ctx, route))
-        self._version(tctx.state, info)
+        self._version(st, info)
         return info
 
-    def _monitor(self, tctx: TaskExecutionContext, route: AgentRoute) -> PluginPhaseInfo:
-        st = tctx.state
-        if st["status"] == "done":  # ended in a round whose status was not persisted: ask again
-            st["status"] = "created"
-        name, version = st["task_category"]
+    def _monitor(self, tctx: TaskExecutionContext, st: AgentState, route: AgentRoute) -> PluginPhaseInfo:
+        if st.status == AgentStatus.DONE:  # ended in a round whose status was not persisted: ask again
+            st.status = AgentStatus.CREATED
+        assert st.task_category is not None
+        name, version = st.task_category
         request = agent_pb2.GetTaskRequest(
             task_type=name, task_category=agent_pb2.TaskCategory(name=name, version=version),
-            resource_meta=base64.b64decode(st["resource_meta"]), output_prefix=st["output_prefix"])
+            resource_meta=base64.b64decode(st.resource_meta), output_prefix=st.output_prefix)
         try:
             resource = self.clients.get(route.deployment).get(request)
         except AgentCallFailed as e:
-            st["sync_failures"] = st.get("sync_failures", 0) + 1
-            if st["sync_failures"] > self.cfg.max_system_failures:
-                return PluginPhaseInfo.failure(CACHE_FAILED, f"{e} ({st['sync_failures']} times in a row)",
+            st.sync_failures += 1
+            if st.sync_failures > self.cfg.max_system_failures:
+                return PluginPhaseInfo.failure(CACHE_FAILED, f"{e} ({st.sync_failures} times in a row)",
                                                kind=USER, retryable=False, logs=_server_log(self.ctx, route))
             log.info("%s; asking again in %.1f s", e, self.cfg.resync_seconds)
             return self._last_reported(st)
-        st["sync_failures"] = 0
-        info = self._status(tctx, resource, route)
+        st.sync_failures = 0
+        info = self._status(tctx, st, resource, route)
         if not info.phase.terminal:
             info.poll_after = self.cfg.resync_seconds
         return info
 
-    def _status(self, tctx: TaskExecutionContext, resource: agent_pb2.Resource, route: AgentRoute) -> PluginPhaseInfo:
+    def _status(self, tctx: TaskExecutionContext, st: AgentState, resource: agent_pb2.Resource,
+                route: AgentRoute) -> PluginPhaseInfo:
         """Flyte's Status(): the agent's phase (or its older state) as a plugin phase; outputs on success."""
         logs = list(resource.log_links) + _server_log(self.ctx, route)
         custom = resource.custom_info if resource.HasField("custom_info") else None
@@ -149,11 +193,11 @@ class AgentPlugin(Plugin):
         message = resource.message
         if phase in _WAITING:
             info = PluginPhaseInfo(_WAITING[phase], reason=message, logs=logs, custom_info=custom)
-            info.version = self._version(tctx.state, info)
+            info.version = self._version(st, info)
             return info
-        tctx.state["status"] = "done"
+        st.status = AgentStatus.DONE
         if phase == TaskPhase.SUCCEEDED:
-            info = self._succeeded(tctx, resource, logs, custom)
+            info = self._succeeded(tctx, st, resource, logs, custom)
             info.reason = info.reason or message
             return info
         if phase == TaskPhase.ABORTED:
@@ -165,9 +209,10 @@ class AgentPlugin(Plugin):
         return PluginPhaseInfo.failure(E.UNKNOWN_PHASE, f"the agent answered with unknown phase {phase} "
                                        f"(state {resource.state})", kind=SYSTEM, retryable=True, logs=logs)
 
-    def _succeeded(self, tctx: TaskExecutionContext, resource: agent_pb2.Resource, logs, custom) -> PluginPhaseInfo:
+    def _succeeded(self, tctx: TaskExecutionContext, st: AgentState, resource: agent_pb2.Resource, logs,
+                   custom) -> PluginPhaseInfo:
         """Flyte's writeOutput: the agent's literal map, else what it wrote itself to the output prefix."""
-        prefix = tctx.state.get("output_prefix", tctx.output_prefix)
+        prefix = st.output_prefix or tctx.output_prefix
         if not len(tctx.task.interface.outputs.variables):
             return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs, custom_info=custom)
         if resource.HasField("outputs"):
@@ -181,38 +226,38 @@ class AgentPlugin(Plugin):
             E.OUTPUTS_NOT_FOUND, f"the agent reported task {tctx.task.id.name} succeeded without outputs, "
             f"and wrote no outputs.pb or error.pb to {prefix}", kind=SYSTEM, retryable=True, logs=logs)
 
-    def _version(self, st: dict, info: PluginPhaseInfo) -> int:
+    def _version(self, st: AgentState, info: PluginPhaseInfo) -> int:
         """A new phase version when the agent's message or log links change within a phase (so each is
         reported); remembered for rounds whose GetTask fails."""
         seen = [info.phase.value, info.reason, [log.uri for log in info.logs]]
-        if st.get("last_seen") != seen:
-            same_phase = st.get("last_phase") == info.phase.value
-            st["last_version"] = st.get("last_version", 2) + 1 if same_phase else 2
-            st.update(last_seen=seen, last_phase=info.phase.value, last_reason=info.reason)
-        return st["last_version"]
+        if st.last_seen != seen:
+            st.last_version = st.last_version + 1 if st.last_phase == info.phase.value else 2
+            st.last_seen, st.last_phase, st.last_reason = seen, info.phase.value, info.reason
+        return st.last_version
 
-    def _last_reported(self, st: dict) -> PluginPhaseInfo:
+    def _last_reported(self, st: AgentState) -> PluginPhaseInfo:
         """The phase last reported, unchanged, to be asked again later (the agent cannot be reached now)."""
-        return PluginPhaseInfo(PluginPhase(st.get("last_phase", PluginPhase.QUEUED.value)),
-                               version=st.get("last_version", 2), reason=st.get("last_reason", ""),
+        phase = PluginPhase(st.last_phase) if st.last_phase is not None else PluginPhase.QUEUED
+        return PluginPhaseInfo(phase, version=st.last_version, reason=st.last_reason,
                                poll_after=self.cfg.resync_seconds)
 
     def abort(self, tctx: TaskExecutionContext) -> None:
         """Flyte's Abort: DeleteTask on the agent that holds the task (nothing for a sync agent)."""
-        st = tctx.state
-        if st.get("status") != "created":
+        st = AgentState.load(tctx.state)
+        if st.status != AgentStatus.CREATED or st.task_category is None:
             return
-        name, version = st["task_category"]
+        name, version = st.task_category
         request = agent_pb2.DeleteTaskRequest(task_type=name,
                                               task_category=agent_pb2.TaskCategory(name=name, version=version),
-                                              resource_meta=base64.b64decode(st["resource_meta"]))
+                                              resource_meta=base64.b64decode(st.resource_meta))
         try:
             route = self.router.route_blocking(tctx.task, self.cfg.local_start_seconds)
             self.clients.get(route.deployment).delete(request)
         except (AgentCallFailed, AgentServerFailed, NotServed) as e:
             log.warning("could not delete the agent task of %s/%s attempt %d: %s", "-".join(tctx.key), tctx.node_id,
                         tctx.attempt, e)
-        st["status"] = "aborted"
+        st.status = AgentStatus.ABORTED
+        st.store(tctx.state)
 
     # -- what the agent is sent ----------------------------------------------------------------
     def _template(self, tctx: TaskExecutionContext) -> tasks_pb2.TaskTemplate:

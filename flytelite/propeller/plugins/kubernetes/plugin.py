@@ -15,7 +15,10 @@ import json
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
+from enum import Enum
+from typing import Any
 
 from flyteidl.core import execution_pb2
 from kubernetes.client.exceptions import ApiException
@@ -24,7 +27,13 @@ from flytelite.context import Context
 from flytelite.idl.error_kinds import SYSTEM, USER
 from flytelite.kubeclient import MANAGED_LABEL, Namespaces, core_api
 from flytelite.propeller import error_codes as E
-from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
+from flytelite.propeller.plugins.core import (
+    Plugin,
+    PluginPhase,
+    PluginPhaseInfo,
+    PluginState,
+    TaskExecutionContext,
+)
 from flytelite.propeller.plugins.environment import flyte_task_env
 from flytelite.propeller.plugins.kubernetes import copilot, names, phases, pods
 from flytelite.propeller.plugins.kubernetes.informer import PodInformer, PodKey
@@ -44,6 +53,38 @@ ROOM_POLL_SECONDS = 2.0
 RETRY_CREATE_SECONDS = 1.0
 _PHASES = {"queued": PluginPhase.QUEUED, "initializing": PluginPhase.INITIALIZING, "running": PluginPhase.RUNNING}
 
+
+
+class PodStatus(str, Enum):
+    CREATED = "created"  # the pod was created (or found created): watch it
+    DONE = "done"        # it finished, was lost or the attempt aborted: the fields below decide the result
+
+
+@dataclass
+class PodState(PluginState):
+    """What the plugin remembers of one attempt's pod (persisted by the engine; see PluginState)."""
+
+    status: PodStatus | None = None
+    namespace: str = ""
+    pod: str = ""
+    # The container whose end is the task's end, unless the whole pod must finish (copilot's sidecar).
+    primary: str = ""
+    whole_pod: bool = False
+    output_prefix: str = ""
+    # Gone before it finished (deleted by someone else).
+    lost: bool = False
+    # [code, message, error kind, retryable] of a failed pod or an aborted attempt.
+    failure: list[Any] | None = None
+    # Deleted once finished (kubernetes.delete_finished_pods).
+    deleted: bool = False
+
+    def __post_init__(self) -> None:
+        if self.status is not None:
+            self.status = PodStatus(self.status)
+
+    @property
+    def key(self) -> PodKey:
+        return (self.namespace, self.pod)
 
 class KubernetesPlugin(Plugin):
     id = "container"  # FlytePropeller's id for the pod plugin running python-task and container tasks
@@ -71,31 +112,36 @@ class KubernetesPlugin(Plugin):
 
     # -- the attempt's life ------------------------------------------------------------------
     def handle(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
-        st = tctx.state
-        if st.get("status") is None:
-            return self._create(tctx)
-        key = (st["namespace"], st["pod"])
+        st = PodState.load(tctx.state)
+        try:
+            return self._handle(tctx, st)
+        finally:
+            st.store(tctx.state)
+
+    def _handle(self, tctx: TaskExecutionContext, st: PodState) -> PluginPhaseInfo:
+        if st.status is None:
+            return self._create(tctx, st)
+        key = st.key
         with self._lock:
             self._wakes[key] = tctx.wake
-        if st["status"] == "done":
-            return self._result(tctx, key)
+        if st.status == PodStatus.DONE:
+            return self._result(tctx, st)
         pod = self._pod(key)
         if pod is None:
-            st["status"] = "done"
-            st["lost"] = True
-            return self._result(tctx, key)
-        state = phases.pod_state(pod, st["primary"], datetime.now(timezone.utc), self.cfg.image_pull_grace_seconds,
-                                 whole_pod=st.get("whole_pod", False))
+            st.status, st.lost = PodStatus.DONE, True
+            return self._result(tctx, st)
+        state = phases.pod_state(pod, st.primary, datetime.now(timezone.utc), self.cfg.image_pull_grace_seconds,
+                                 whole_pod=st.whole_pod)
         if not state.done:
             return PluginPhaseInfo(_PHASES[state.phase], reason=state.reason, logs=self._logs(key))
-        st["status"] = "done"
+        st.status = PodStatus.DONE
         if state.phase == "failed":
-            st["failure"] = [state.code, state.reason, state.kind, state.retryable]
+            st.failure = [state.code, state.reason, state.kind, state.retryable]
         with self._lock:
             self._in_flight.discard(key)
-        return self._result(tctx, key)
+        return self._result(tctx, st)
 
-    def _create(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
+    def _create(self, tctx: TaskExecutionContext, st: PodState) -> PluginPhaseInfo:
         cap = self.cfg.max_pods_in_flight
         with self._lock:
             if cap and len(self._in_flight) >= cap:
@@ -117,9 +163,9 @@ class KubernetesPlugin(Plugin):
         except ApiException as e:
             if e.status != 409:  # AlreadyExists: created by an earlier round, this replica's or another's
                 return self._create_failed(tctx, key, e)
-        primary = pod["metadata"]["annotations"]["primary_container_name"]
-        tctx.state.update(status="created", namespace=namespace, pod=key[1], primary=primary,
-                          output_prefix=tctx.output_prefix, whole_pod=copilot.waits_for_whole_pod(pod))
+        st.status, st.namespace, st.pod = PodStatus.CREATED, namespace, key[1]
+        st.primary = pod["metadata"]["annotations"]["primary_container_name"]
+        st.output_prefix, st.whole_pod = tctx.output_prefix, copilot.waits_for_whole_pod(pod)
         with self._lock:
             self._wakes[key] = tctx.wake
             self._in_flight.add(key)
@@ -174,24 +220,24 @@ class KubernetesPlugin(Plugin):
                 return None
             raise
 
-    def _result(self, tctx: TaskExecutionContext, key: PodKey) -> PluginPhaseInfo:
-        st = tctx.state
+    def _result(self, tctx: TaskExecutionContext, st: PodState) -> PluginPhaseInfo:
+        key = st.key
         logs = self._logs(key)
-        if st.get("lost"):
+        if st.lost:
             return PluginPhaseInfo.failure(
                 E.RESOURCE_DELETED_EXTERNALLY, f"resource not found, name [{key[0]}/{key[1]}]: the pod was deleted "
                 "before it finished", kind=SYSTEM, retryable=True, logs=logs)
-        if st.get("failure"):
-            code, message, kind, retryable = st["failure"]
+        if st.failure:
+            code, message, kind, retryable = st.failure
             return PluginPhaseInfo.failure(code, message, kind=kind, retryable=retryable, logs=logs)
-        written = written_result(self.ctx.blobs, st["output_prefix"], logs)
+        written = written_result(self.ctx.blobs, st.output_prefix, logs)
         if written is not None:
             return written
         if not len(tctx.task.interface.outputs.variables):
             return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs)
         return PluginPhaseInfo.failure(
             E.OUTPUTS_NOT_FOUND, f"pod {key[0]}/{key[1]} succeeded without writing outputs.pb or error.pb to "
-            f"{st['output_prefix']}", kind=SYSTEM, retryable=True, logs=logs)
+            f"{st.output_prefix}", kind=SYSTEM, retryable=True, logs=logs)
 
     def _logs(self, key: PodKey) -> list[execution_pb2.TaskLog]:
         if not self.ctx.public_url:
@@ -200,25 +246,27 @@ class KubernetesPlugin(Plugin):
                                       name="Kubernetes Logs (User)")]
 
     def abort(self, tctx: TaskExecutionContext) -> None:
-        st = tctx.state
-        if st.get("pod") and st.get("status") != "done":
-            self._delete((st["namespace"], st["pod"]))
-        if st.get("status") is not None:
-            st["status"] = "done"
-            st.setdefault("failure", ["TaskAborted", "aborted", USER, False])
+        st = PodState.load(tctx.state)
+        if st.pod and st.status != PodStatus.DONE:
+            self._delete(st.key)
+        if st.status is not None:
+            st.status = PodStatus.DONE
+            st.failure = st.failure or [E.TASK_ABORTED, "aborted", USER, False]
+            st.store(tctx.state)
 
     def finalize(self, tctx: TaskExecutionContext) -> None:
-        st = tctx.state
-        if not st.get("pod") or st.get("status") != "done":
+        st = PodState.load(tctx.state)
+        if not st.pod or st.status != PodStatus.DONE:
             return
-        key = (st["namespace"], st["pod"])
+        key = st.key
         with self._lock:
             self._wakes.pop(key, None)
             self._in_flight.discard(key)
-        failed = bool(st.get("failure") or st.get("lost"))
-        if self.cfg.delete_finished_pods and not (failed and self.cfg.keep_failed_pods) and not st.get("deleted"):
+        failed = bool(st.failure or st.lost)
+        if self.cfg.delete_finished_pods and not (failed and self.cfg.keep_failed_pods) and not st.deleted:
             self._delete(key)
-            st["deleted"] = True
+            st.deleted = True
+            st.store(tctx.state)
 
     def _delete(self, key: PodKey) -> None:
         try:
