@@ -181,10 +181,10 @@ class TaskHandler(NodeHandler):
 def _cache_run(nctx: NodeExecutionContext, task: tasks_pb2.TaskTemplate) -> task_cache.CacheRun:
     rnd = nctx.round
     engine = rnd.ctx.config.engine
-    # A reservation lasts three heartbeat intervals of a lease each (capped as DataCatalog caps them), and
-    # its owner renews it twice per interval (cache.before_run): a replica that died leaves it held for at
-    # least two and a half leases, longer than the takeover of its execution (lease expiry plus a sweep),
-    # even through a second death, so the new owner keeps it instead of another execution computing the key.
+    # A reservation lasts three heartbeat intervals of a lease each (at most DataCatalog's 10 s), and its
+    # owner renews it twice per interval (cache.before_run): a replica that died leaves it held for at least
+    # two and a half intervals (25 s with the default 15 s lease), longer than the takeover of its execution
+    # (lease expiry plus a sweep: 20 s), so the new owner keeps it instead of another execution computing it.
     heartbeat = min(engine.lease_seconds, MAX_HEARTBEAT_INTERVAL.total_seconds())
     return task_cache.CacheRun(
         ctx=rnd.ctx, task=task, outputs_uri=nctx.outputs_uri, execution_id=rnd.exec_id,
