@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from flyteidl.core import literals_pb2
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
 from flytelite.propeller.plugins import processes
-from flytelite.propeller.plugins.local_process import AttemptState, AttemptStatus, LocalProcessPlugin
+from flytelite.propeller.plugins.local_process import LocalProcessPlugin
 from flytelite.store.models import FlyteWorkflow
 from tests.e2e.flyte_cli import wait_for
 from tests.propeller import flyte_tasks as ft
@@ -166,18 +165,3 @@ def test_folders_left_in_the_trash_by_a_stopped_server_are_deleted_after_the_nex
         plugin.close()
         loop.close()
 
-
-def test_attempt_state_persists_under_the_same_keys():
-    # The engine persists the plugin state as a JSON dict: a state written before AttemptState (or by it)
-    # loads into typed fields and is written back unchanged, with unset fields left out.
-    persisted = {"status": "running", "marker": "p-d-x/n0/0", "machine": "m1", "output_prefix": "/out",
-                 "log_path": "/logs/n0-0.log", "work_dir": "/work/n0/0", "pid": 12, "start_time": 34,
-                 "adopted": True, "exit_code": 0}
-    state = AttemptState.load(persisted)
-    assert state.status is AttemptStatus.RUNNING and state.pid == 12 and state.exit_code == 0
-    written: dict = {}
-    state.store(written)
-    assert written == persisted and json.loads(json.dumps(written)) == persisted
-    fresh: dict = {}
-    AttemptState(status=AttemptStatus.LAUNCHING, marker="m").store(fresh)
-    assert fresh == {"status": "launching", "marker": "m"}
