@@ -8,7 +8,7 @@ query per execution, and rows added while applying are found again without the d
 from __future__ import annotations
 
 from flyteidl.core import identifier_pb2 as idpb
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from flytelite.store import executions as repo
@@ -19,6 +19,18 @@ _CHUNK = 500
 
 NodeKey = tuple[str, str, str, str]
 TaskKey = tuple[str, str, str, str, str, str, str, str, int]
+
+
+def _of_nodes(model: type[NodeExecution] | type[TaskExecution]):
+    """The rows of `model` under some node ids of one execution: built once, bound per query (building a
+    statement cost more than running it)."""
+    return select(model).where(
+        model.project == bindparam("project"), model.domain == bindparam("domain"),
+        model.execution_name == bindparam("name"), model.node_id.in_(bindparam("node_ids", expanding=True)))
+
+
+_NODE_ROWS = _of_nodes(NodeExecution)
+_TASK_ROWS = _of_nodes(TaskExecution)
 
 
 def node_key(execution: idpb.WorkflowExecutionIdentifier, node_id: str) -> NodeKey:
@@ -58,14 +70,10 @@ class EventRows:
                 chunk = node_ids[i:i + _CHUNK]
                 for node_id in chunk:
                     self._nodes[(project, domain, name, node_id)] = None
-                where = (NodeExecution.project == project, NodeExecution.domain == domain,
-                         NodeExecution.execution_name == name, NodeExecution.node_id.in_(chunk))
-                for row in self.session.scalars(select(NodeExecution).where(*where)):
+                params = {"project": project, "domain": domain, "name": name, "node_ids": chunk}
+                for row in self.session.scalars(_NODE_ROWS, params):
                     self._nodes[(project, domain, name, row.node_id)] = row
-                tasks = select(TaskExecution).where(
-                    TaskExecution.project == project, TaskExecution.domain == domain,
-                    TaskExecution.execution_name == name, TaskExecution.node_id.in_(chunk))
-                for task_row in self.session.scalars(tasks):
+                for task_row in self.session.scalars(_TASK_ROWS, params):
                     self._tasks[(project, domain, name, task_row.node_id, task_row.task_project,
                                  task_row.task_domain, task_row.task_name, task_row.task_version,
                                  task_row.retry_attempt)] = task_row

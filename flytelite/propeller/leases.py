@@ -98,7 +98,9 @@ class Leases:
         return statement.where(self.unclaimed_or_mine())
 
     def unclaimed_or_mine(self):
-        return or_(FlyteWorkflow.lease_owner.is_(None), FlyteWorkflow.lease_owner == self.owner)
+        # The table's column, not the entity's: it keeps a Core statement (the status write) free of the ORM.
+        owner = FlyteWorkflow.table().c.lease_owner
+        return or_(owner.is_(None), owner == self.owner)
 
     def held_elsewhere(self, owner: str | None) -> bool:
         return owner is not None and owner != self.owner

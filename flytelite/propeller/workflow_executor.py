@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from flyteidl.core import execution_pb2
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from flytelite.context import Context, ExecutionKey
@@ -36,6 +36,23 @@ from flytelite.store.models import FlyteWorkflow
 from flytelite.store.statements import changed_rows
 
 log = logging.getLogger(__name__)
+# Every round reads and writes one row: the statements are built once (building one, and its cache key, took
+# longer than running it) and executed with the execution's key bound. The write is the table's, not the
+# ORM entity's: no object of the row is loaded, so there is nothing to synchronize.
+_TABLE = FlyteWorkflow.table()
+_THIS_ROW = (_TABLE.c.project == bindparam("key_project"), _TABLE.c.domain == bindparam("key_domain"),
+             _TABLE.c.name == bindparam("key_name"))
+_READ_ROUND = select(_TABLE.c.closure_pb, _TABLE.c.spec_json, _TABLE.c.status_json, _TABLE.c.abort_cause,
+                     _TABLE.c.done).where(*_THIS_ROW)
+# Only the engine's columns: admin writes abort_cause concurrently.
+_WRITE_STATUS = _TABLE.update().where(*_THIS_ROW).values(
+    status_json=bindparam("new_status"), done=bindparam("new_done"), updated_at=bindparam("new_updated_at"))
+
+
+def _key_params(key: ExecutionKey) -> dict[str, str]:
+    return {"key_project": key[0], "key_domain": key[1], "key_name": key[2]}
+
+
 WfPhase = execution_pb2.WorkflowExecution.Phase
 # Rounds evaluated back to back without going through the queue.
 MAX_STREAK = 10
@@ -67,15 +84,12 @@ class WorkflowExecutor:
         # The status each execution's last round left, with its JSON as persisted: the next round takes it
         # instead of parsing the row again, when the row still holds that JSON.
         self._statuses: dict[ExecutionKey, tuple[str, WorkflowStatus]] = {}
+        self._write_status = leases.fence(_WRITE_STATUS) if leases is not None else _WRITE_STATUS
 
     def handle(self, key: ExecutionKey) -> RoundResult:
         """Evaluate one execution; raises if the round failed (its status is then not persisted)."""
         with self.ctx.db.session() as s:
-            row = s.execute(
-                select(FlyteWorkflow.closure_pb, FlyteWorkflow.spec_json, FlyteWorkflow.status_json,
-                       FlyteWorkflow.abort_cause, FlyteWorkflow.done)
-                .where(FlyteWorkflow.project == key[0], FlyteWorkflow.domain == key[1], FlyteWorkflow.name == key[2])
-            ).one_or_none()
+            row = s.execute(_READ_ROUND, _key_params(key)).one_or_none()
         # Taken out for the round: a round that raises leaves no half-changed status behind.
         kept = self._statuses.pop(key, None)
         if row is None or row.done:
@@ -218,17 +232,8 @@ class WorkflowExecutor:
             rnd.events.workflow(exec_id, WfPhase.ABORTED)
 
     def _persist(self, key: ExecutionKey, status_json: str, done: bool, session: Session) -> None:
-        # Only the engine's columns: admin writes abort_cause concurrently.
-        statement = (
-            update(FlyteWorkflow)
-            .where(FlyteWorkflow.project == key[0], FlyteWorkflow.domain == key[1], FlyteWorkflow.name == key[2])
-            .values(status_json=status_json, done=done, updated_at=self.ctx.clock.now())
-            # No ORM object of the row is loaded: skip evaluating the WHERE against the session's objects.
-            .execution_options(synchronize_session=False)
-        )
-        if self.leases is not None:
-            statement = self.leases.fence(statement)
-        written = changed_rows(session, statement)
+        written = changed_rows(session, self._write_status, {
+            **_key_params(key), "new_status": status_json, "new_done": done, "new_updated_at": self.ctx.clock.now()})
         if self.leases is not None and written == 0:
             self._workflows.pop(key, None)
             raise LeaseLost(f"execution {'/'.join(key)} is driven by another replica now; this round is dropped")

@@ -32,15 +32,17 @@ def as_utc(dt: datetime | None) -> datetime | None:
     return dt.replace(tzinfo=timezone.utc)
 
 
+# SQLite has no row locks and pysqlite begins a transaction only at the first write: a write that touches no
+# row takes the database's write lock. Built once, on the table (no ORM objects to synchronize).
+_TAKE_SQLITE_WRITE_LOCK = update(Execution.table()).where(false()).values(phase=Execution.table().c.phase)
+
+
 def find_execution(session: Session, ident: idpb.WorkflowExecutionIdentifier,
                    for_update: bool = False) -> Execution | None:
     """The execution row; `for_update` locks it until the transaction ends, for a read-modify-write of its
     closure (otherwise two writers could each read the old closure and one's change would be lost)."""
     if for_update and session.get_bind().dialect.name == "sqlite":
-        # SQLite has no row locks and pysqlite begins a transaction only at the first write: a write that
-        # touches no row takes the database's write lock now, before the read.
-        session.execute(update(Execution).where(false()).values(phase=Execution.phase)
-                        .execution_options(synchronize_session=False))
+        session.execute(_TAKE_SQLITE_WRITE_LOCK)  # now, before the read
     return session.get(Execution, (ident.project, ident.domain, ident.name), with_for_update=for_update or None)
 
 

@@ -17,6 +17,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     String,
+    Table,
     Text,
     UniqueConstraint,
 )
@@ -24,7 +25,11 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
 class Base(DeclarativeBase):
-    pass
+    @classmethod
+    def table(cls) -> Table:
+        """The model's table, for Core statements that must stay clear of the ORM (no objects to load or
+        synchronize): the declarative `__table__` is typed as a mere FromClause."""
+        return cls.metadata.tables[cls.__tablename__]
 
 
 class Project(Base):

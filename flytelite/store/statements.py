@@ -8,8 +8,8 @@ from sqlalchemy import CursorResult, Executable
 from sqlalchemy.orm import Session
 
 
-def changed_rows(session: Session, statement: Executable) -> int:
-    """Execute an UPDATE or DELETE in `session`; the number of rows it matched."""
+def changed_rows(session: Session, statement: Executable, params: dict[str, Any] | None = None) -> int:
+    """Execute an UPDATE or DELETE in `session` (with bound `params`); the number of rows it matched."""
     # Session.execute is typed as returning a Result; for an UPDATE or DELETE it is a CursorResult, the
     # cast SQLAlchemy's documentation gives for reading its rowcount.
-    return cast("CursorResult[Any]", session.execute(statement)).rowcount
+    return cast("CursorResult[Any]", session.execute(statement, params)).rowcount
