@@ -31,6 +31,9 @@ def _of_nodes(model: type[NodeExecution] | type[TaskExecution]):
 
 _NODE_ROWS = _of_nodes(NodeExecution)
 _TASK_ROWS = _of_nodes(TaskExecution)
+_EXECUTION_EXISTS = select(Execution.project).where(
+    Execution.project == bindparam("project"), Execution.domain == bindparam("domain"),
+    Execution.name == bindparam("name"))
 
 
 def node_key(execution: idpb.WorkflowExecutionIdentifier, node_id: str) -> NodeKey:
@@ -56,6 +59,8 @@ class EventRows:
         self._tasks: dict[TaskKey, TaskExecution | None] = {}
         # Held here because the session's identity map holds unchanged rows weakly (and would query again).
         self._executions: dict[tuple[str, str, str], Execution] = {}
+        # Executions known to exist (a node event only names its execution; it changes nothing of it).
+        self._existing: set[tuple[str, str, str]] = set()
         # Nodes whose task execution rows were all loaded: a task key of theirs not in _tasks has no row.
         self._nodes_with_tasks: set[NodeKey] = set()
 
@@ -86,6 +91,18 @@ class EventRows:
         if row is None:
             row = self._executions[key] = repo.get_execution(self.session, ident, for_update=True)
         return row
+
+    def require_execution(self, ident: idpb.WorkflowExecutionIdentifier) -> None:
+        """Raise NotFound (as repo.get_execution does) unless the execution exists. Without a lock: on SQLite
+        the database's write lock is then taken only by the batch's first write, so the events' processing
+        before it does not hold up every other writer."""
+        key = (ident.project, ident.domain, ident.name)
+        if key in self._executions or key in self._existing:
+            return
+        params = {"project": key[0], "domain": key[1], "name": key[2]}
+        if self.session.execute(_EXECUTION_EXISTS, params).first() is None:
+            repo.get_execution(self.session, ident)  # raises NotFound with the message users see
+        self._existing.add(key)
 
     def node(self, execution: idpb.WorkflowExecutionIdentifier, node_id: str) -> NodeExecution | None:
         key = node_key(execution, node_id)

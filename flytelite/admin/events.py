@@ -109,7 +109,7 @@ class EventSink:
 
     def _node_event(self, rows: EventRows, event: event_pb2.NodeExecutionEvent) -> None:
         exec_id = event.id.execution_id
-        rows.execution(exec_id)
+        rows.require_execution(exec_id)
         row = rows.node(exec_id, event.id.node_id)
         occurred = event_time(event.occurred_at, self.ctx)
         if row is None:
