@@ -69,8 +69,12 @@ def test_workflow_events_and_stale_ones(h):
     assert closure.outputs.uri == out and not closure.HasField("error")
     assert closure.updated_at == h.get(exec_id).closure.updated_at and closure.updated_at.seconds > closure.started_at.seconds
 
+    ghost = idpb.WorkflowExecutionIdentifier(project=P, domain=D, name="ghost")
     with pytest.raises(errors.NotFound):
-        h.workflow_event(idpb.WorkflowExecutionIdentifier(project=P, domain=D, name="ghost"), WF.RUNNING, 1)
+        h.workflow_event(ghost, WF.RUNNING, 1)
+    # A node event only names its execution (no lock is taken), and must still find it.
+    with pytest.raises(errors.NotFound, match="ghost"):
+        h.node_event(ghost, "n0", NODE.QUEUED, 1)
 
     # Inline output data is written to the blob store and read back like a uri.
     other = h.create(PIPELINE, {"x": 2})
