@@ -1,4 +1,8 @@
-"""A chain whose middle task is slow, for the SIGKILL-and-restart test; every task run leaves a file."""
+"""A chain whose middle task is slow, for the SIGKILL tests; every task run leaves a file.
+
+The slow task runs `seconds`, or, given `release` (a path), until the test creates that file (at most
+`seconds`): a test that must act while it runs then does not race a fixed time.
+"""
 
 import os
 import time
@@ -19,9 +23,11 @@ def first(marker_dir: str) -> int:
 
 
 @task
-def slow(marker_dir: str, x: int, seconds: int) -> int:
+def slow(marker_dir: str, x: int, seconds: int, release: str) -> int:
     _mark(marker_dir, "slow")
-    time.sleep(seconds)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not (release and os.path.exists(release)):
+        time.sleep(0.1)
     return x + 1
 
 
@@ -32,7 +38,7 @@ def last(marker_dir: str, x: int) -> int:
 
 
 @workflow
-def restart_wf(marker_dir: str, seconds: int = 8) -> int:
+def restart_wf(marker_dir: str, seconds: int = 8, release: str = "") -> int:
     a = first(marker_dir=marker_dir)
-    b = slow(marker_dir=marker_dir, x=a, seconds=seconds)
+    b = slow(marker_dir=marker_dir, x=a, seconds=seconds, release=release)
     return last(marker_dir=marker_dir, x=b)
