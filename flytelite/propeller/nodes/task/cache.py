@@ -78,16 +78,13 @@ class CacheRun:
     overwrite: bool = False
     # The reservation's heartbeat interval: it lasts three of these (at most DataCatalog's 10 s each).
     heartbeat_seconds: float = MAX_HEARTBEAT_INTERVAL.total_seconds()
+    # How often a running owner renews it (at least twice per interval, so that a renewal late by a loaded
+    # round or a replica's death still leaves most of the reservation).
+    renew_seconds: float = MAX_HEARTBEAT_INTERVAL.total_seconds() / 2
 
     @property
     def owner_id(self) -> str:
         return reservation_owner_id(self.execution_id, self.node_id, self.attempt)
-
-    @property
-    def renew_seconds(self) -> float:
-        """How often a running owner renews: twice per interval, so that a renewal late by a loaded round
-        or a replica's death still leaves most of the reservation's three intervals."""
-        return min(self.heartbeat_seconds, MAX_HEARTBEAT_INTERVAL.total_seconds()) / 2
 
     @property
     def serialized(self) -> bool:

@@ -181,15 +181,16 @@ class TaskHandler(NodeHandler):
 def _cache_run(nctx: NodeExecutionContext, task: tasks_pb2.TaskTemplate) -> task_cache.CacheRun:
     rnd = nctx.round
     engine = rnd.ctx.config.engine
-    # A reservation lasts three heartbeat intervals of a lease each (at most DataCatalog's 10 s), and its
-    # owner renews it twice per interval (cache.before_run): a replica that died leaves it held for at least
-    # two and a half intervals (25 s with the default 15 s lease), longer than the takeover of its execution
-    # (lease expiry plus a sweep: 20 s), so the new owner keeps it instead of another execution computing it.
-    heartbeat = min(engine.lease_seconds, MAX_HEARTBEAT_INTERVAL.total_seconds())
+    # A reservation lasts three heartbeat intervals of DataCatalog's longest (30 s) and its owner renews it
+    # twice per lease (at most every 5 s): a replica that died leaves it held for at least 25 s after its
+    # last renewal, longer than the takeover of its execution (lease expiry plus a sweep: 20 s by default,
+    # 3.5 s in the fault tests) with room for rounds late on a loaded machine. So the new owner keeps the
+    # key instead of another execution computing it again (tests/e2e/test_replica_faults.py).
+    renew = min(engine.lease_seconds, MAX_HEARTBEAT_INTERVAL.total_seconds()) / 2
     return task_cache.CacheRun(
         ctx=rnd.ctx, task=task, outputs_uri=nctx.outputs_uri, execution_id=rnd.exec_id,
         inputs=nctx.read_inputs,  # an array item's own values, not the array node's lists
-        node_id=nctx.node_id, attempt=nctx.attempt, overwrite=rnd.spec.overwrite_cache, heartbeat_seconds=heartbeat,
+        node_id=nctx.node_id, attempt=nctx.attempt, overwrite=rnd.spec.overwrite_cache, renew_seconds=renew,
     )
 
 

@@ -240,8 +240,8 @@ def test_serialized_runs_compute_once_and_the_waiter_hits(tmp_path):
         assert s.query(CatalogReservation).count() == 0
 
 
-def test_a_running_owner_holds_its_reservation_for_three_leases_and_renews_it_twice_per_lease(tmp_path):
-    # A replica that dies mid-task leaves its reservations held for longer than the takeover of its
+def test_a_running_owner_holds_its_reservation_for_thirty_seconds_and_renews_it_twice_per_lease(tmp_path):
+    # A replica that dies mid-task leaves its reservations held for much longer than the takeover of its
     # executions (a lease and a sweep), so the new owner keeps the key (tests/e2e/test_replica_faults.py).
     ctx = h.make_context(tmp_path, lease_seconds=4.0)  # resync_seconds stays 30: only renewals wake the node
     clock = ctx.clock = ManualClock()
@@ -260,9 +260,9 @@ def test_a_running_owner_holds_its_reservation_for_three_leases_and_renews_it_tw
             key = h.create_execution(ctx, square_wf_closure, {"x": 3}, "owner")
             engine.notify(key)
             await h.wait_for(lambda: plugin.running == {"n0"})
-            assert expiry() == (4.0, T0 + timedelta(seconds=12))
+            assert expiry() == (10.0, T0 + timedelta(seconds=30))
             clock.advance(2.0)
-            await h.wait_for(lambda: expiry() == (4.0, T0 + timedelta(seconds=14)))
+            await h.wait_for(lambda: expiry() == (10.0, T0 + timedelta(seconds=32)))
         finally:
             await engine.stop()
 
