@@ -83,6 +83,10 @@ class PortMux:
             up_writer.close()
         except (asyncio.TimeoutError, ConnectionError, OSError):  # ssl.SSLError is an OSError
             pass
+        except asyncio.CancelledError:
+            # stop() cancels the open connections. The handler ends normally: asyncio (before 3.12) logs the
+            # CancelledError of a cancelled connection handler as an error with its traceback.
+            pass
         finally:
             self._conns.discard(task)
             with contextlib.suppress(Exception):
