@@ -100,7 +100,7 @@ class NodeStatus:
     # subworkflow's own failure node runs, with the error the subworkflow failed with. Reset on every retry.
     workflow_phase: str | None = None
     workflow_error: ErrorInfo | None = None
-    # Array node (map task): flytelite.propeller.nodes.array.state.ArrayState as a dict.
+    # Array node (map task): flytelite.propeller.nodes.array.state.ArrayState.to_dict().
     array: dict[str, Any] | None = None
 
     @classmethod

@@ -3,12 +3,12 @@
 Each item's NodeStatusPhase is one character of a string; attempt numbers are kept only for items past
 their first attempt; a full NodeStatus (plugin state: pid, paths) only for the items in flight.
 Counts are updated as items finish, so a round looks at the items in flight and the next ones to
-start, never at all 10,000. It lives in NodeStatus.array as a plain JSON-able dict.
+start, never at all 10,000. It lives in NodeStatus.array as a dict that the workflow status's JSON
+encoding writes (its running items as NodeStatus objects).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -114,10 +114,12 @@ class ArrayState:
 
     # -- persistence ------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
+        """The state for NodeStatus.array. The running items' NodeStatus objects go in as they are (the
+        workflow status's JSON encoding takes dataclasses), not copied into dicts on every round."""
         return {
             "phase": int(self.phase), "size": self.size, "items": self.items.decode("ascii"),
             "attempts": {str(k): v for k, v in self.attempts.items()},
-            "running": {str(k): dataclasses.asdict(v) for k, v in self.running.items()},
+            "running": {str(k): v for k, v in self.running.items()},
             "next_item": self.next_item, "succeeded": self.succeeded, "failed": self.failed,
             "phase_version": self.phase_version, "errors": self.errors, "unlisted_errors": self.unlisted_errors,
             "pending": self.pending, "reported_at": self.reported_at,
@@ -131,7 +133,8 @@ class ArrayState:
             phase=ArrayPhase(data.get("phase", 0)), size=data.get("size", 0),
             items=bytearray(data.get("items", "").encode("ascii")),
             attempts={int(k): v for k, v in (data.get("attempts") or {}).items()},
-            running={int(k): NodeStatus.from_dict(v) for k, v in (data.get("running") or {}).items()},
+            running={int(k): v if isinstance(v, NodeStatus) else NodeStatus.from_dict(v)
+                     for k, v in (data.get("running") or {}).items()},
             next_item=data.get("next_item", 0), succeeded=data.get("succeeded", 0), failed=data.get("failed", 0),
             phase_version=data.get("phase_version", 0), errors=dict(data.get("errors") or {}),
             unlisted_errors=data.get("unlisted_errors", 0), pending=dict(data.get("pending") or {}),
