@@ -189,11 +189,18 @@ def _merge_metadata(existing: event_pb2.TaskExecutionMetadata, latest: event_pb2
         existing.instance_class = latest.instance_class
     del existing.resource_pool_info[:]
     existing.resource_pool_info.extend(latest.resource_pool_info)
+    # Kept sorted by (index, retry attempt). An array's progress events mostly add items past the last one
+    # known: those are appended, and known ones updated in place, so an event costs what it carries, not
+    # the size of the array.
     by_key = {(r.index, r.retry_attempt): r for r in existing.external_resources}
+    last = max(by_key, default=None)
+    added = []
     for resource in latest.external_resources:
-        current = by_key.get((resource.index, resource.retry_attempt))
+        key = (resource.index, resource.retry_attempt)
+        current = by_key.get(key)
         if current is None:
-            by_key[(resource.index, resource.retry_attempt)] = resource
+            by_key[key] = resource
+            added.append(key)
             continue
         if resource.external_id:
             current.external_id = resource.external_id
@@ -205,6 +212,12 @@ def _merge_metadata(existing: event_pb2.TaskExecutionMetadata, latest: event_pb2
         current.logs.extend(logs)
         if resource.HasField("custom_info"):
             current.custom_info.CopyFrom(resource.custom_info)
+    if not added:
+        return
+    added.sort()
+    if last is None or added[0] > last:
+        existing.external_resources.extend(by_key[k] for k in added)
+        return
     merged = [by_key[k] for k in sorted(by_key)]
     copies = [type(r)() for r in merged]
     for copy, r in zip(copies, merged, strict=True):

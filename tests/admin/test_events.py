@@ -223,6 +223,28 @@ def test_task_events_attempts_logs_reasons(h):
         h.svc.GetTaskExecution(task_execution_pb2.TaskExecutionGetRequest(id=attempt_id(exec_id, "n0", 5)))
 
 
+def test_an_array_attempts_items_merge_across_events_in_index_and_retry_order(h):
+    exec_id = h.create(PIPELINE, {"x": 3})
+    h.node_event(exec_id, "n0", NODE.RUNNING, 1)
+
+    def progress(at: float, *items) -> None:
+        h.task_event(exec_id, "n0", double.name, 0, TASK.RUNNING, at, phase_version=int(at), metadata={
+            "external_resources": [{"external_id": f"item-{i}-{retry}", "index": i, "retry_attempt": retry,
+                                    "phase": phase, "logs": [{"name": f"log {i}/{retry}", "uri": f"/log/{at}"}]}
+                                   for i, retry, phase in items]})
+
+    progress(2, (0, 0, TASK.RUNNING), (1, 0, TASK.RUNNING))
+    progress(3, (1, 0, TASK.SUCCEEDED), (3, 0, TASK.RUNNING), (2, 0, TASK.RUNNING))  # update, then appended
+    progress(4, (0, 1, TASK.RUNNING), (0, 0, TASK.FAILED))  # a retry of an early item: inserted in order
+    c = h.svc.GetTaskExecution(task_execution_pb2.TaskExecutionGetRequest(id=attempt_id(exec_id, "n0", 0))).closure
+    items = [(r.index, r.retry_attempt, r.phase, r.external_id) for r in c.metadata.external_resources]
+    assert items == [(0, 0, TASK.FAILED, "item-0-0"), (0, 1, TASK.RUNNING, "item-0-1"),
+                     (1, 0, TASK.SUCCEEDED, "item-1-0"), (2, 0, TASK.RUNNING, "item-2-0"),
+                     (3, 0, TASK.RUNNING, "item-3-0")]
+    first = c.metadata.external_resources[0]
+    assert [lg.uri for lg in first.logs] == ["/log/4"]  # the same log name: the latest uri
+
+
 def test_terminal_task_attempt_is_frozen_and_logs_hide(h):
     exec_id = h.create(PIPELINE, {"x": 3})
     h.node_event(exec_id, "n0", NODE.RUNNING, 1)
