@@ -76,10 +76,9 @@ class CacheRun:
     attempt: int
     # The execution's overwrite_cache: do not look, run, and replace the entry.
     overwrite: bool = False
-    # The reservation's heartbeat interval: it lasts three of these (at most DataCatalog's 10 s each).
-    heartbeat_seconds: float = MAX_HEARTBEAT_INTERVAL.total_seconds()
-    # How often a running owner renews it (at least twice per interval, so that a renewal late by a loaded
-    # round or a replica's death still leaves most of the reservation).
+    # How often a running owner renews its reservation, which lasts three of DataCatalog's longest heartbeat
+    # intervals (at least twice per interval, so that a renewal late by a loaded round or a replica's death
+    # still leaves most of it).
     renew_seconds: float = MAX_HEARTBEAT_INTERVAL.total_seconds() / 2
 
     @property
@@ -145,8 +144,7 @@ def before_run(run: CacheRun, state: CacheState) -> CacheCheck:
         if run.serialized:
             acquired = _reserve(catalog, run, key, state)
             if not acquired:
-                return CacheCheck(CacheAction.WAIT, _metadata(key, state),
-                                  min(WAIT_POLL_SECONDS, run.heartbeat_seconds))
+                return CacheCheck(CacheAction.WAIT, _metadata(key, state), WAIT_POLL_SECONDS)
             # The previous owner may have put and released between our look and our acquire.
             entry = _lookup(catalog, key, state)
             if entry is not None:
@@ -219,7 +217,7 @@ def _lookup(catalog: Catalog, key: CatalogKey, state: CacheState) -> CatalogEntr
 def _reserve(catalog: Catalog, run: CacheRun, key: CatalogKey, state: CacheState) -> bool:
     """Get or extend the reservation; True when this attempt holds it (or the catalog failed: run anyway)."""
     try:
-        reservation = catalog.get_or_extend_reservation(key, run.owner_id, run.heartbeat_seconds)
+        reservation = catalog.get_or_extend_reservation(key, run.owner_id, MAX_HEARTBEAT_INTERVAL)
     except Exception:  # noqa: BLE001 - without a reservation we compute, possibly twice; never stall
         log.exception("the cache reservation of %s failed; running without it", key)
         state.reservation = ReservationStatus.RESERVATION_FAILURE
