@@ -190,8 +190,8 @@ def _merge_metadata(existing: event_pb2.TaskExecutionMetadata, latest: event_pb2
     del existing.resource_pool_info[:]
     existing.resource_pool_info.extend(latest.resource_pool_info)
     # Kept sorted by (index, retry attempt). An array's progress events mostly add items past the last one
-    # known: those are appended, and known ones updated in place, so an event costs what it carries, not
-    # the size of the array.
+    # known: those are appended, and known ones updated in place, so an event copies only what it carries
+    # (the known items are only indexed), not every item of the array.
     by_key = {(r.index, r.retry_attempt): r for r in existing.external_resources}
     last = max(by_key, default=None)
     added = []

@@ -6,11 +6,10 @@ import socket
 
 import pytest
 
+from flytelite.server.mux import H2_PREFACE
 from flytelite.testing import make_server
 
 pytestmark = pytest.mark.e2e
-
-H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 
 def test_a_clean_stop_with_connections_still_open_logs_no_error(tmp_path):
