@@ -3,6 +3,7 @@
 `--db=postgresql` (or FLYTELITE_TEST_DB=postgresql) runs the tests on a real PostgreSQL cluster
 started for the session; every flytelite home then gets a database of its own on it
 (flytelite.testing.database_url_for). SQLite is the default.
+Every workflow status the tests' engines write is checked (CHECK_ENV in propeller/status.py).
 The S3 fixtures start a real S3-compatible server (moto's) and a flytelite server whose blob store is
 a bucket there.
 `k8s_cluster` starts the project's single-node Kubernetes (scripts/k8s) once per session; its tests skip
@@ -15,8 +16,13 @@ import os
 
 import pytest
 
+from flytelite.propeller.status import CHECK_ENV
 from flytelite.testing import PG_ENV, PostgresCluster, RunningServer, S3TestServer, free_port, make_server
 from flytelite.testing_k8s import KubernetesCluster
+
+# Every workflow status written by the tests' engines (in-process and in server processes, which inherit it)
+# is also written afresh and compared: a done node changed after it was done fails the round.
+os.environ[CHECK_ENV] = "1"
 
 
 def pytest_addoption(parser):

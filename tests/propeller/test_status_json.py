@@ -8,7 +8,7 @@ import json
 import pytest
 
 from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
-from flytelite.propeller.status import ErrorInfo, NodeStatus, TaskStatus, WorkflowStatus
+from flytelite.propeller.status import CHECK_ENV, ErrorInfo, NodeStatus, TaskStatus, WorkflowStatus
 
 
 def status() -> WorkflowStatus:
@@ -34,3 +34,29 @@ def test_a_value_json_cannot_write_is_refused():
     st.node("n0").task.plugin["when"] = object()
     with pytest.raises(TypeError, match="not JSON serializable"):
         st.to_json()
+
+
+def test_done_nodes_are_written_once_and_a_changed_one_is_caught(monkeypatch):
+    st = status()
+    done = st.node("done")
+    done.phase, done.output_dir = NodeStatusPhase.SUCCEEDED, "/out"
+    nested = st.node("n1").sub_nodes["c"]  # FAILED: done, inside a running node
+    first = st.to_json()
+    assert id(done) in st._done_json and id(nested) in st._done_json
+    # A running node's change is written; the done nodes' JSON is the one kept.
+    st.node("n0").attempts = 9
+    second = st.to_json()
+    assert second == json.dumps(dataclasses.asdict(st), separators=(",", ":")) != first
+    assert st._done_json[id(done)][1] == json.dumps(dataclasses.asdict(done), separators=(",", ":"))
+    # A node that is no longer there is forgotten; a retried parent's new sub-node is written afresh.
+    del st.nodes["done"]
+    st.node("n1").sub_nodes = {"c": NodeStatus(phase=NodeStatusPhase.SUCCEEDED)}
+    assert st.to_json() == json.dumps(dataclasses.asdict(st), separators=(",", ":"))
+    assert id(done) not in st._done_json and id(nested) not in st._done_json
+    # What the check (on in the test suite) is for: a done node changed afterwards.
+    monkeypatch.setenv(CHECK_ENV, "1")
+    st.node("n1").sub_nodes["c"].message = "changed after it was done"
+    with pytest.raises(AssertionError, match="a done node of the workflow status changed"):
+        st.to_json()
+    monkeypatch.setenv(CHECK_ENV, "0")
+    assert '"changed after it was done"' not in st.to_json()
