@@ -48,10 +48,10 @@ def _fields(obj: Any) -> dict[str, Any]:
     return {name: getattr(obj, name) for name in names}
 
 
-def _dumps(value: Any) -> str:
-    # json calls _fields for each dataclass it meets: far cheaper than dataclasses.asdict's deep copy,
-    # which was a tenth of a 1,000-node round.
-    return json.dumps(value, separators=(",", ":"), default=_fields)
+# json calls _fields for each dataclass it meets: far cheaper than dataclasses.asdict's deep copy, which was a
+# tenth of a 1,000-node round. What json.dumps(value, separators=(",", ":"), default=_fields) writes.
+_dumps = json.JSONEncoder(separators=(",", ":"), default=_fields).encode
+_dumps_key = json.encoder.encode_basestring_ascii  # what the encoder writes a str as
 
 
 @dataclass
@@ -148,34 +148,40 @@ class WorkflowStatus:
         return status
 
     def __post_init__(self) -> None:
-        # The JSON of nodes that were done at the last to_json, by object: a done node is never changed again
-        # (a retry of its parent replaces the parent's sub_nodes), so its JSON is written once.
-        self._done_json: dict[int, tuple[NodeStatus, str]] = {}
+        # Each node's JSON as the last to_json wrote it, by node object: (node, what it was written from, JSON).
+        self._written: dict[int, tuple[NodeStatus, tuple | None, str]] = {}
 
     def to_json(self) -> str:
-        """The status as JSON, exactly as json.dumps of dataclasses.asdict writes it. Done nodes' JSON is
-        reused from the last call: at 100 nodes, writing them all again was a sixth of a round's time."""
-        previous, self._done_json = self._done_json, {}
+        """The status as JSON, exactly as json.dumps of dataclasses.asdict writes it.
+
+        A node's JSON is written again only when it may have changed since the last call: never for a done
+        node (nothing changes a done node; a retry of its parent replaces the parent's sub_nodes), and for a
+        node holding only numbers and strings (one not yet started, most of a long chain) when one of them
+        changed. At 100 nodes, writing every node each time was a sixth of a round's time."""
+        previous, self._written = self._written, {}
         head = _dumps({name: value for name, value in _fields(self).items() if name != "nodes"})
         text = f"{head[:-1]},{_JSON_NODES}{self._nodes_json(self.nodes, previous)}}}"
         if os.environ.get(CHECK_ENV) == "1":
             full = _dumps(self)
             if text != full:
-                raise AssertionError(f"a done node of the workflow status changed: {text!r} != {full!r}")
+                raise AssertionError(f"a node changed after it was done (its reused JSON is stale): {text!r} != {full!r}")
         return text
 
-    def _nodes_json(self, nodes: dict[str, NodeStatus], previous: dict[int, tuple[NodeStatus, str]]) -> str:
-        return "{" + ",".join(f"{_dumps(node_id)}:{self._node_json(node, previous)}"
+    def _nodes_json(self, nodes: dict[str, NodeStatus], previous: dict) -> str:
+        return "{" + ",".join(f"{_dumps_key(node_id)}:{self._node_json(node, previous)}"
                               for node_id, node in nodes.items()) + "}"
 
-    def _node_json(self, node: NodeStatus, previous: dict[int, tuple[NodeStatus, str]]) -> str:
+    def _node_json(self, node: NodeStatus, previous: dict) -> str:
         done = node.phase in NODE_DONE
-        if done:
-            kept = previous.get(id(node))
-            if kept is not None and kept[0] is node:
-                self._done_json[id(node)] = kept
-                return kept[1]
-        if node.sub_nodes:  # their done nodes reused too; written in the field's place
+        values = None
+        if not done and node.task is None and not node.sub_nodes and node.array is None and node.error is None \
+                and node.workflow_error is None:
+            values = tuple(node.__dict__.values())  # numbers, strings and None: what its JSON is made of
+        kept = previous.get(id(node))
+        if kept is not None and kept[0] is node and (done or (values is not None and kept[1] == values)):
+            self._written[id(node)] = kept
+            return kept[2]
+        if node.sub_nodes:  # their nodes reused too; written in the field's place
             fields = _fields(node)
             names = list(fields)
             at = names.index("sub_nodes")
@@ -184,8 +190,8 @@ class WorkflowStatus:
             text = f"{before[:-1]},{_JSON_SUB_NODES}{self._nodes_json(node.sub_nodes, previous)},{after[1:]}"
         else:
             text = _dumps(node)
-        if done:
-            self._done_json[id(node)] = (node, text)
+        if done or values is not None:
+            self._written[id(node)] = (node, values, text)
         return text
 
     @classmethod
