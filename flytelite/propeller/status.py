@@ -32,6 +32,7 @@ _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 CHECK_ENV = "FLYTELITE_CHECK_STATUS_JSON"
 _JSON_NODES = '"nodes":'
 _JSON_SUB_NODES = '"sub_nodes":'
+_DONE = ("done",)  # no node's values: a NodeStatus has more fields
 
 
 def _fields(obj: Any) -> dict[str, Any]:
@@ -173,13 +174,16 @@ class WorkflowStatus:
                               for node_id, node in nodes.items()) + "}"
 
     def _node_json(self, node: NodeStatus, previous: dict) -> str:
-        done = node.phase in NODE_DONE
-        values = None
-        if not done and node.task is None and not node.sub_nodes and node.array is None and node.error is None \
+        # What the JSON is written from: _DONE for a done node (its JSON is reused only if it was written once
+        # the node was done), its values for a node of numbers and strings only, None for any other node.
+        values: tuple | None = None
+        if node.phase in NODE_DONE:
+            values = _DONE
+        elif node.task is None and not node.sub_nodes and node.array is None and node.error is None \
                 and node.workflow_error is None:
-            values = tuple(node.__dict__.values())  # numbers, strings and None: what its JSON is made of
+            values = tuple(node.__dict__.values())
         kept = previous.get(id(node))
-        if kept is not None and kept[0] is node and (done or (values is not None and kept[1] == values)):
+        if kept is not None and kept[0] is node and values is not None and kept[1] == values:
             self._written[id(node)] = kept
             return kept[2]
         if node.sub_nodes:  # their nodes reused too; written in the field's place
@@ -191,7 +195,7 @@ class WorkflowStatus:
             text = f"{before[:-1]},{_JSON_SUB_NODES}{self._nodes_json(node.sub_nodes, previous)},{after[1:]}"
         else:
             text = _dumps(node)
-        if done or values is not None:
+        if values is not None:
             self._written[id(node)] = (node, values, text)
         return text
 

@@ -71,6 +71,11 @@ def test_a_node_of_numbers_and_strings_is_written_again_when_one_changes():
     assert st.to_json() and st._written[id(waiting)] is kept  # unchanged: reused
     waiting.output_dir, waiting.phase = "/w/0", NodeStatusPhase.QUEUED
     assert st.to_json() == json.dumps(dataclasses.asdict(st), separators=(",", ":"))
+    st.to_json()
+    waiting.phase = NodeStatusPhase.SKIPPED  # now done: its JSON as a waiting node is not reused
+    assert '"phase":7' in st.to_json() and st._written[id(waiting)][2] == json.dumps(
+        dataclasses.asdict(waiting), separators=(",", ":"))
+    waiting.phase = NodeStatusPhase.RUNNING  # (never done by the engine: a done node stays done)
     waiting.task = TaskStatus(plugin={"pid": 1})  # no longer numbers and strings only: written every time
     st.to_json()
     assert id(waiting) not in st._written
