@@ -155,10 +155,11 @@ class WorkflowStatus:
     def to_json(self) -> str:
         """The status as JSON, exactly as json.dumps of dataclasses.asdict writes it.
 
-        A node's JSON is written again only when it may have changed since the last call: never for a done
-        node (nothing changes a done node; a retry of its parent replaces the parent's sub_nodes), and for a
-        node holding only numbers and strings (one not yet started, most of a long chain) when one of them
-        changed. At 100 nodes, writing every node each time was a sixth of a round's time."""
+        A node's JSON from the last call is reused when the node cannot have changed since: a done node's once
+        it was written after the node was done (nothing changes a done node; a retry of its parent replaces
+        the parent's sub_nodes), and the JSON of a node holding only numbers and strings (one not yet started,
+        most of a long chain) while they are the same. At 100 nodes, writing every node each time was a
+        sixth of a round's time."""
         previous, self._written = self._written, {}
         head = _dumps({name: value for name, value in _fields(self).items() if name != "nodes"})
         text = f"{head[:-1]},{_JSON_NODES}{self._nodes_json(self.nodes, previous)}}}"
