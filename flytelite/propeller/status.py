@@ -163,8 +163,9 @@ class WorkflowStatus:
         previous, self._written = self._written, {}
         head = _dumps({name: value for name, value in _fields(self).items() if name != "nodes"})
         text = f"{head[:-1]},{_JSON_NODES}{self._nodes_json(self.nodes, previous)}}}"
-        if os.environ.get(CHECK_ENV) == "1" and text != _dumps(self):
-            written, afresh = json.loads(text)["nodes"], json.loads(_dumps(self))["nodes"]
+        full = _dumps(self) if os.environ.get(CHECK_ENV) == "1" else text
+        if full != text:
+            written, afresh = json.loads(text)["nodes"], json.loads(full)["nodes"]
             stale = sorted(node_id for node_id in afresh if written.get(node_id) != afresh[node_id])
             raise AssertionError(f"a node changed after it was done: the JSON of {stale} (or of a node under them) "
                                  "was reused although it is stale")

@@ -11,6 +11,11 @@ from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
 from flytelite.propeller.status import CHECK_ENV, ErrorInfo, NodeStatus, TaskStatus, WorkflowStatus
 
 
+def asdict_json(obj) -> str:
+    """What the status JSON must be: json.dumps of dataclasses.asdict, compactly."""
+    return json.dumps(dataclasses.asdict(obj), separators=(",", ":"))
+
+
 def status() -> WorkflowStatus:
     st = WorkflowStatus(phase=WorkflowStatusPhase.RUNNING, error=ErrorInfo("E", "boom", 1), data_dir="/d")
     for i in range(3):
@@ -25,7 +30,7 @@ def status() -> WorkflowStatus:
 def test_to_json_is_asdict_and_round_trips():
     st = status()
     text = st.to_json()
-    assert text == json.dumps(dataclasses.asdict(st), separators=(",", ":"))
+    assert text == asdict_json(st)
     assert WorkflowStatus.from_json(text) == st
 
 
@@ -46,12 +51,12 @@ def test_done_nodes_are_written_once_and_a_changed_one_is_caught(monkeypatch):
     # A running node's change is written; the done nodes' JSON is the one kept.
     st.node("n0").attempts = 9
     second = st.to_json()
-    assert second == json.dumps(dataclasses.asdict(st), separators=(",", ":")) != first
-    assert st._written[id(done)][2] == json.dumps(dataclasses.asdict(done), separators=(",", ":"))
+    assert second == asdict_json(st) != first
+    assert st._written[id(done)][2] == asdict_json(done)
     # A node that is no longer there is forgotten; a retried parent's new sub-node is written afresh.
     del st.nodes["done"]
     st.node("n1").sub_nodes = {"c": NodeStatus(phase=NodeStatusPhase.SUCCEEDED)}
-    assert st.to_json() == json.dumps(dataclasses.asdict(st), separators=(",", ":"))
+    assert st.to_json() == asdict_json(st)
     assert id(done) not in st._written and id(nested) not in st._written
     # What the check (on in the test suite) is for: a done node changed afterwards.
     monkeypatch.setenv(CHECK_ENV, "1")
@@ -70,11 +75,10 @@ def test_a_node_of_numbers_and_strings_is_written_again_when_one_changes():
     kept = st._written[id(waiting)]
     assert st.to_json() and st._written[id(waiting)] is kept  # unchanged: reused
     waiting.output_dir, waiting.phase = "/w/0", NodeStatusPhase.QUEUED
-    assert st.to_json() == json.dumps(dataclasses.asdict(st), separators=(",", ":"))
+    assert st.to_json() == asdict_json(st)
     st.to_json()
     waiting.phase = NodeStatusPhase.SKIPPED  # now done: its JSON as a waiting node is not reused
-    assert '"phase":7' in st.to_json() and st._written[id(waiting)][2] == json.dumps(
-        dataclasses.asdict(waiting), separators=(",", ":"))
+    assert '"phase":7' in st.to_json() and st._written[id(waiting)][2] == asdict_json(waiting)
     waiting.phase = NodeStatusPhase.RUNNING  # (never done by the engine: a done node stays done)
     waiting.task = TaskStatus(plugin={"pid": 1})  # no longer numbers and strings only: written every time
     st.to_json()
