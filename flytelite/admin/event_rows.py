@@ -1,14 +1,19 @@
-"""The node and task execution rows one event-applying transaction has looked up or added.
+"""The execution, node and task execution rows one event-applying transaction reads and writes.
 
-Applying a batch of events (one evaluation round's) in one transaction would otherwise cost a query
-per event, each flushing every pending row first: `prefetch` reads the rows the batch names in one
-query per execution, and rows added while applying are found again without the database.
+Applying a batch of events (one evaluation round's) goes through Core statements, not the ORM's unit of
+work (which cost as much as the events' own work): `prefetch` reads the rows the batch names in one query
+per execution, the events change plain records (`Record`), and `flush` writes what changed, one INSERT per
+table and one UPDATE per set of changed columns. Nothing is written before `flush`: on SQLite the
+database's write lock is held only while the batch writes, not while its events are worked out.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from types import SimpleNamespace
+
 from flyteidl.core import identifier_pb2 as idpb
-from sqlalchemy import bindparam, select
+from sqlalchemy import Connection, DateTime, Table, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from flytelite.store import executions as repo
@@ -20,20 +25,60 @@ _CHUNK = 500
 NodeKey = tuple[str, str, str, str]
 TaskKey = tuple[str, str, str, str, str, str, str, str, int]
 
+_EXECUTIONS, _NODES, _TASKS = Execution.table(), NodeExecution.table(), TaskExecution.table()
 
-def _of_nodes(model: type[NodeExecution] | type[TaskExecution]):
-    """The rows of `model` under some node ids of one execution: built once, bound per query (building a
+
+class Record(SimpleNamespace):
+    """One row's columns as attributes: what the event code reads and sets, and `EventRows.flush` writes."""
+
+
+def new_record(table: Table, **values) -> Record:
+    """A row not yet in the database, every column named (an INSERT of several rows names the same ones)."""
+    missing = set(table.columns.keys()) - {"id"} - values.keys()
+    assert not missing, f"a new {table.name} row must set {sorted(missing)}"
+    return Record(id=None, **values)
+
+
+def _of_nodes(table: Table):
+    """The rows of `table` under some node ids of one execution: built once, bound per query (building a
     statement cost more than running it)."""
-    return select(model).where(
-        model.project == bindparam("project"), model.domain == bindparam("domain"),
-        model.execution_name == bindparam("name"), model.node_id.in_(bindparam("node_ids", expanding=True)))
+    return select(table).where(
+        table.c.project == bindparam("project"), table.c.domain == bindparam("domain"),
+        table.c.execution_name == bindparam("name"), table.c.node_id.in_(bindparam("node_ids", expanding=True)))
 
 
-_NODE_ROWS = _of_nodes(NodeExecution)
-_TASK_ROWS = _of_nodes(TaskExecution)
-_EXECUTION_EXISTS = select(Execution.project).where(
-    Execution.project == bindparam("project"), Execution.domain == bindparam("domain"),
-    Execution.name == bindparam("name"))
+_NODE_ROWS = _of_nodes(_NODES)
+_TASK_ROWS = _of_nodes(_TASKS)
+
+
+def _by(table: Table, *columns: str) -> list:
+    """WHERE terms: each column equal to the parameter of its name."""
+    return [table.c[c] == bindparam(c) for c in columns]
+
+
+_NODE_KEY = ("project", "domain", "execution_name", "node_id")
+_TASK_KEY = (*_NODE_KEY, "task_project", "task_domain", "task_name", "task_version", "retry_attempt")
+_EXECUTION_KEY = ("project", "domain", "name")
+_NODE_ROW = select(_NODES).where(*_by(_NODES, *_NODE_KEY))
+_TASK_ROW = select(_TASKS).where(*_by(_TASKS, *_TASK_KEY))
+_EXECUTION_ROW = select(_EXECUTIONS).where(*_by(_EXECUTIONS, *_EXECUTION_KEY)).with_for_update()
+_EXECUTION_EXISTS = select(_EXECUTIONS.c.project).where(*_by(_EXECUTIONS, *_EXECUTION_KEY))
+
+
+def _inserting(table: Table):
+    return insert(table).returning(table.c.id, sort_by_parameter_order=True)
+
+
+def _updating(table: Table):
+    """UPDATE by primary key; the SET clause is the columns each executemany's parameters name."""
+    return update(table).where(*(c == bindparam(f"pk_{c.name}") for c in table.primary_key.columns))
+
+
+# Columns of times, which SQLite hands back without their zone: a record holds them in UTC, as the events set
+# them, so that an unchanged time compares equal and is not written again.
+_TIMES = {t: [c.name for c in t.columns if isinstance(c.type, DateTime)] for t in (_EXECUTIONS, _NODES, _TASKS)}
+_INSERT = {t: _inserting(t) for t in (_NODES, _TASKS)}
+_UPDATE = {t: _updating(t) for t in (_EXECUTIONS, _NODES, _TASKS)}
 
 
 def node_key(execution: idpb.WorkflowExecutionIdentifier, node_id: str) -> NodeKey:
@@ -47,22 +92,40 @@ def task_key(ident: idpb.TaskExecutionIdentifier) -> TaskKey:
             ident.retry_attempt)
 
 
+class _Tracked:
+    """A record and the columns it had when read or last written (None: not in the database yet)."""
+
+    __slots__ = ("table", "record", "written")
+
+    def __init__(self, table: Table, record: Record, written: dict | None):
+        self.table, self.record, self.written = table, record, written
+
+
 class EventRows:
-    """Execution, node and task execution rows by Flyte identifier, for one session.
+    """Execution, node and task execution rows by Flyte identifier, for one transaction.
 
     A node key it was told about (prefetched) and holds no row for does not exist.
     """
 
     def __init__(self, session: Session):
         self.session = session
-        self._nodes: dict[NodeKey, NodeExecution | None] = {}
-        self._tasks: dict[TaskKey, TaskExecution | None] = {}
-        # Held here because the session's identity map holds unchanged rows weakly (and would query again).
-        self._executions: dict[tuple[str, str, str], Execution] = {}
+        self._conn: Connection = session.connection()
+        self._nodes: dict[NodeKey, Record | None] = {}
+        self._tasks: dict[TaskKey, Record | None] = {}
+        self._executions: dict[tuple[str, str, str], Record] = {}
         # Executions known to exist (a node event only names its execution; it changes nothing of it).
         self._existing: set[tuple[str, str, str]] = set()
         # Nodes whose task execution rows were all loaded: a task key of theirs not in _tasks has no row.
         self._nodes_with_tasks: set[NodeKey] = set()
+        self._tracked: list[_Tracked] = []
+
+    def _read(self, table: Table, row) -> Record:
+        values = row._asdict()
+        for column in _TIMES[table]:
+            values[column] = repo.as_utc(values[column])
+        record = Record(**values)
+        self._tracked.append(_Tracked(table, record, values))
+        return record
 
     def prefetch(self, nodes: set[NodeKey]) -> None:
         """Load the node execution rows and every task execution row of these nodes, in a few queries."""
@@ -76,68 +139,102 @@ class EventRows:
                 for node_id in chunk:
                     self._nodes[(project, domain, name, node_id)] = None
                 params = {"project": project, "domain": domain, "name": name, "node_ids": chunk}
-                for row in self.session.scalars(_NODE_ROWS, params):
-                    self._nodes[(project, domain, name, row.node_id)] = row
-                for task_row in self.session.scalars(_TASK_ROWS, params):
-                    self._tasks[(project, domain, name, task_row.node_id, task_row.task_project,
-                                 task_row.task_domain, task_row.task_name, task_row.task_version,
-                                 task_row.retry_attempt)] = task_row
+                for row in self._conn.execute(_NODE_ROWS, params):
+                    self._nodes[(project, domain, name, row.node_id)] = self._read(_NODES, row)
+                for row in self._conn.execute(_TASK_ROWS, params):
+                    self._tasks[(project, domain, name, row.node_id, row.task_project, row.task_domain,
+                                 row.task_name, row.task_version, row.retry_attempt)] = self._read(_TASKS, row)
                 self._nodes_with_tasks.update((project, domain, name, n) for n in chunk)
 
-    def execution(self, ident: idpb.WorkflowExecutionIdentifier) -> Execution:
-        """The execution row (raises NotFound as repo.get_execution does)."""
+    def execution(self, ident: idpb.WorkflowExecutionIdentifier) -> Record:
+        """The execution row, locked until the transaction ends (raises NotFound as repo.get_execution does)."""
         key = (ident.project, ident.domain, ident.name)
-        row = self._executions.get(key)
-        if row is None:
-            row = self._executions[key] = repo.get_execution(self.session, ident, for_update=True)
-        return row
+        record = self._executions.get(key)
+        if record is None:
+            repo.lock_for_update(self.session)
+            row = self._conn.execute(_EXECUTION_ROW, dict(zip(_EXECUTION_KEY, key, strict=True))).first()
+            if row is None:
+                repo.get_execution(self.session, ident)  # raises NotFound with the message users see
+            record = self._executions[key] = self._read(_EXECUTIONS, row)
+        return record
 
     def require_execution(self, ident: idpb.WorkflowExecutionIdentifier) -> None:
-        """Raise NotFound (as repo.get_execution does) unless the execution exists. Without a lock: on SQLite
-        the database's write lock is then taken only by the batch's first write, so the events' processing
-        before it does not hold up every other writer."""
+        """Raise NotFound (as repo.get_execution does) unless the execution exists. Without a lock: a node
+        event changes nothing of its execution."""
         key = (ident.project, ident.domain, ident.name)
         if key in self._executions or key in self._existing:
             return
-        params = {"project": key[0], "domain": key[1], "name": key[2]}
-        if self.session.execute(_EXECUTION_EXISTS, params).first() is None:
+        if self._conn.execute(_EXECUTION_EXISTS, dict(zip(_EXECUTION_KEY, key, strict=True))).first() is None:
             repo.get_execution(self.session, ident)  # raises NotFound with the message users see
         self._existing.add(key)
 
-    def node(self, execution: idpb.WorkflowExecutionIdentifier, node_id: str) -> NodeExecution | None:
+    def node(self, execution: idpb.WorkflowExecutionIdentifier, node_id: str) -> Record | None:
         key = node_key(execution, node_id)
         if key in self._nodes:
             return self._nodes[key]
-        row = self._nodes[key] = repo.find_node_execution(self.session, execution, node_id)
-        return row
+        row = self._conn.execute(_NODE_ROW, dict(zip(_NODE_KEY, key, strict=True))).first()
+        record = self._nodes[key] = self._read(_NODES, row) if row is not None else None
+        return record
 
-    def add_node(self, execution: idpb.WorkflowExecutionIdentifier, row: NodeExecution) -> None:
-        self.session.add(row)
-        self._nodes[node_key(execution, row.node_id)] = row
+    def add_node(self, execution: idpb.WorkflowExecutionIdentifier, record: Record) -> None:
+        self._tracked.append(_Tracked(_NODES, record, None))
+        self._nodes[node_key(execution, record.node_id)] = record
 
     def node_row_id(self, ident: idpb.NodeExecutionIdentifier) -> int:
-        """The database id of an existing node execution (flushing it first if it is new in this session)."""
-        row = self.node(ident.execution_id, ident.node_id)
-        if row is None:
+        """The database id of an existing node execution (inserting it now if it is new in this batch)."""
+        record = self.require_node(ident)
+        if record.id is None:
+            self._insert([t for t in self._tracked if t.record is record])
+        return record.id
+
+    def require_node(self, ident: idpb.NodeExecutionIdentifier) -> Record:
+        record = self.node(ident.execution_id, ident.node_id)
+        if record is None:
             repo.get_node_execution(self.session, ident)  # raises NotFound with the message users see
-        assert row is not None, "node() finds every row get_node_execution does"
-        if row.id is None:
-            self.session.flush()
-        return row.id
+        assert record is not None, "node() finds every row get_node_execution does"
+        return record
 
-    def require_node(self, ident: idpb.NodeExecutionIdentifier) -> NodeExecution:
-        row = self.node(ident.execution_id, ident.node_id)
-        return row if row is not None else repo.get_node_execution(self.session, ident)
-
-    def task(self, ident: idpb.TaskExecutionIdentifier) -> TaskExecution | None:
+    def task(self, ident: idpb.TaskExecutionIdentifier) -> Record | None:
         key = task_key(ident)
         if key in self._tasks:
             return self._tasks[key]
         if key[:4] in self._nodes_with_tasks:
             return None
-        row = self._tasks[key] = repo.find_task_execution(self.session, ident)
-        return row
+        row = self._conn.execute(_TASK_ROW, dict(zip(_TASK_KEY, key, strict=True))).first()
+        record = self._tasks[key] = self._read(_TASKS, row) if row is not None else None
+        return record
 
-    def add_task(self, ident: idpb.TaskExecutionIdentifier, row: TaskExecution) -> None:
-        self.session.add(row)
-        self._tasks[task_key(ident)] = row
+    def add_task(self, ident: idpb.TaskExecutionIdentifier, record: Record) -> None:
+        self._tracked.append(_Tracked(_TASKS, record, None))
+        self._tasks[task_key(ident)] = record
+
+    def flush(self) -> None:
+        """Write every new row and every changed column of the rows read."""
+        new: dict[Table, list[_Tracked]] = {}
+        changed: dict[tuple[Table, tuple[str, ...]], list[dict]] = {}
+        for tracked in self._tracked:
+            before = tracked.written
+            if before is None:
+                new.setdefault(tracked.table, []).append(tracked)
+                continue
+            now = vars(tracked.record)
+            columns = tuple(c for c, value in now.items() if before[c] != value)
+            if columns:
+                keys = (f"pk_{c.name}" for c in tracked.table.primary_key.columns)
+                params = {**{key: before[key[3:]] for key in keys}, **{c: now[c] for c in columns}}
+                changed.setdefault((tracked.table, columns), []).append(params)
+                tracked.written = dict(now)
+        for entries in new.values():
+            self._insert(entries)
+        for (table, _), params_list in changed.items():
+            self._conn.execute(_UPDATE[table], params_list)
+
+    def _insert(self, entries: Sequence[_Tracked]) -> None:
+        """Insert new rows of one table, learning their ids."""
+        table = entries[0].table
+        columns = [c for c in table.columns.keys() if c != "id"]
+        params = [{c: getattr(t.record, c) for c in columns} for t in entries]
+        ids = self._conn.execute(_INSERT[table], params).scalars().all()
+        for tracked, row_id in zip(entries, ids, strict=True):
+            tracked.record.id = row_id
+            tracked.written = dict(vars(tracked.record))

@@ -22,7 +22,7 @@ from flyteidl.event import event_pb2
 from google.protobuf.message import Message
 from sqlalchemy.orm import Session
 
-from flytelite.admin.event_rows import EventRows, NodeKey, node_key
+from flytelite.admin.event_rows import EventRows, NodeKey, Record, new_record, node_key
 from flytelite.admin.exec_data import offload_literal_map
 from flytelite.admin.task_events import apply_task_event, event_time
 from flytelite.context import Context
@@ -37,8 +37,9 @@ from flytelite.idl.phases import (
 )
 from flytelite.idl.times import to_duration, to_timestamp
 from flytelite.notifications.publish import publish_notifications
-from flytelite.store import executions as repo
 from flytelite.store.models import NodeExecution
+
+_NODES = NodeExecution.table()
 
 log = logging.getLogger(__name__)
 
@@ -48,22 +49,19 @@ class EventSink:
         self.ctx = ctx
 
     def workflow_event(self, event: event_pb2.WorkflowExecutionEvent) -> None:
-        with self.ctx.db.session() as session:
-            self._workflow_event(EventRows(session), event)
+        self.apply_batch([event])
 
     def node_event(self, event: event_pb2.NodeExecutionEvent) -> None:
-        with self.ctx.db.session() as session:
-            self._node_event(EventRows(session), event)
+        self.apply_batch([event])
 
     def task_event(self, event: event_pb2.TaskExecutionEvent) -> None:
-        with self.ctx.db.session() as session:
-            apply_task_event(self.ctx, session, event, EventRows(session))
+        self.apply_batch([event])
 
     def apply_batch(self, events: Sequence[Message], then: Callable[[Session], None] | None = None) -> None:
         """Apply events, in order, in one transaction (what one evaluation round reported): one commit and
-        a few queries instead of a transaction per event; `then(session)` (the engine's status write) runs
-        in the same transaction after them. Raises, applying none, if admin refuses one of them; the caller
-        then sends them one by one."""
+        a few statements instead of a transaction per event; `then(session)` (the engine's status write)
+        runs in the same transaction after them. Raises, applying none, if admin refuses one of them; the
+        caller then sends them one by one."""
         with self.ctx.db.session() as session:
             rows = EventRows(session)
             rows.prefetch(_named_nodes(events))
@@ -71,9 +69,10 @@ class EventSink:
                 if isinstance(event, event_pb2.NodeExecutionEvent):
                     self._node_event(rows, event)
                 elif isinstance(event, event_pb2.TaskExecutionEvent):
-                    apply_task_event(self.ctx, session, event, rows)
+                    apply_task_event(self.ctx, rows, event)
                 else:  # the third kind a sink is sent
                     self._workflow_event(rows, cast(event_pb2.WorkflowExecutionEvent, event))
+            rows.flush()
             if then is not None:
                 then(session)
 
@@ -92,7 +91,7 @@ class EventSink:
             row.started_at = occurred
             closure.started_at.CopyFrom(to_timestamp(occurred))
         elif event.phase in WORKFLOW_TERMINAL and row.started_at is not None:
-            delta = occurred - repo.as_utc(row.started_at)
+            delta = occurred - row.started_at
             row.duration = delta.total_seconds()
             closure.duration.CopyFrom(to_duration(delta))
         if event.output_uri:
@@ -105,7 +104,7 @@ class EventSink:
             row.error_kind = enum_name(core_execution_pb2.ExecutionError.ErrorKind, event.error.kind)
         row.closure_pb = closure.SerializeToString()
         if event.phase in WORKFLOW_TERMINAL and closure.notifications:
-            publish_notifications(self.ctx, rows.session, row, closure, event)
+            publish_notifications(self.ctx, rows.session, row.spec_pb, closure, event)
 
     def _node_event(self, rows: EventRows, event: event_pb2.NodeExecutionEvent) -> None:
         exec_id = event.id.execution_id
@@ -118,10 +117,11 @@ class EventSink:
                 parent_ident = idpb.NodeExecutionIdentifier(execution_id=exec_id,
                                                             node_id=event.parent_node_metadata.node_id)
                 parent_id = rows.node_row_id(parent_ident)
-            row = NodeExecution(
-                project=exec_id.project, domain=exec_id.domain, execution_name=exec_id.name,
+            row = new_record(
+                _NODES, project=exec_id.project, domain=exec_id.domain, execution_name=exec_id.name,
                 node_id=event.id.node_id, parent_id=parent_id, phase=event.phase, input_uri="",
-                created_at=occurred, updated_at=occurred, started_at=None, duration=0.0,
+                closure_pb=b"", metadata_pb=b"", dynamic_workflow_pb=None, created_at=occurred,
+                updated_at=occurred, started_at=None, duration=0.0,
             )
             rows.add_node(exec_id, row)
             closure = node_execution_pb2.NodeExecutionClosure(created_at=to_timestamp(occurred))
@@ -138,7 +138,7 @@ class EventSink:
         row.closure_pb = closure.SerializeToString()
         row.metadata_pb = metadata.SerializeToString()
 
-    def _apply_node_event(self, row: NodeExecution, closure: node_execution_pb2.NodeExecutionClosure,
+    def _apply_node_event(self, row: Record, closure: node_execution_pb2.NodeExecutionClosure,
                           metadata: node_execution_pb2.NodeExecutionMetaData,
                           event: event_pb2.NodeExecutionEvent, occurred) -> None:
         reported = event_time(event.reported_at, self.ctx) if event.HasField("reported_at") else occurred
@@ -168,10 +168,10 @@ class EventSink:
         if event.HasField("task_node_metadata"):
             self._task_node_metadata(row, closure, event.task_node_metadata)
 
-    def _node_terminal(self, row: NodeExecution, closure: node_execution_pb2.NodeExecutionClosure,
+    def _node_terminal(self, row: Record, closure: node_execution_pb2.NodeExecutionClosure,
                        event: event_pb2.NodeExecutionEvent, occurred) -> None:
         if row.started_at is not None:
-            delta = occurred - repo.as_utc(row.started_at)
+            delta = occurred - row.started_at
             row.duration = delta.total_seconds()
             closure.duration.CopyFrom(to_duration(delta))
         if event.output_uri:
@@ -184,7 +184,7 @@ class EventSink:
         closure.deck_uri = event.deck_uri
 
     @staticmethod
-    def _task_node_metadata(row: NodeExecution, closure: node_execution_pb2.NodeExecutionClosure,
+    def _task_node_metadata(row: Record, closure: node_execution_pb2.NodeExecutionClosure,
                             meta: event_pb2.TaskNodeMetadata) -> None:
         previous = closure.task_node_metadata if closure.HasField("task_node_metadata") else None
         target = node_execution_pb2.TaskNodeMetadata(checkpoint_uri=meta.checkpoint_uri)

@@ -14,15 +14,15 @@ from flyteidl.admin import task_execution_pb2
 from flyteidl.core import identifier_pb2 as idpb
 from flyteidl.event import event_pb2
 from google.protobuf import json_format, struct_pb2, timestamp_pb2
-from sqlalchemy.orm import Session
 
-from flytelite.admin.event_rows import EventRows
+from flytelite.admin.event_rows import EventRows, Record, new_record
 from flytelite.admin.exec_data import offload_literal_map
 from flytelite.context import Context
 from flytelite.idl.phases import TASK_TERMINAL, TaskPhase, task_phase_name
 from flytelite.idl.times import from_timestamp, to_duration, to_timestamp
-from flytelite.store import executions as repo
 from flytelite.store.models import TaskExecution
+
+_TASKS = TaskExecution.table()
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +34,8 @@ def event_time(ts: timestamp_pb2.Timestamp, ctx: Context) -> datetime:
     return from_timestamp(ts)
 
 
-def apply_task_event(ctx: Context, session: Session, event: event_pb2.TaskExecutionEvent,
-                     rows: EventRows | None = None) -> None:
-    """Apply one event in `session`; `rows` are the rows this transaction already looked up or added."""
-    rows = rows if rows is not None else EventRows(session)
+def apply_task_event(ctx: Context, rows: EventRows, event: event_pb2.TaskExecutionEvent) -> None:
+    """Apply one event to the rows of its transaction (written by `rows.flush`)."""
     ident = idpb.TaskExecutionIdentifier(task_id=event.task_id, node_execution_id=event.parent_node_execution_id,
                                          retry_attempt=event.retry_attempt)
     row = rows.task(ident)
@@ -92,10 +90,10 @@ def apply_task_event(ctx: Context, session: Session, event: event_pb2.TaskExecut
     row.closure_pb = closure.SerializeToString()
 
 
-def _new_row(event: event_pb2.TaskExecutionEvent, occurred: datetime) -> TaskExecution:
+def _new_row(event: event_pb2.TaskExecutionEvent, occurred: datetime) -> Record:
     node = event.parent_node_execution_id
-    return TaskExecution(
-        project=node.execution_id.project, domain=node.execution_id.domain, execution_name=node.execution_id.name,
+    return new_record(
+        _TASKS, project=node.execution_id.project, domain=node.execution_id.domain, execution_name=node.execution_id.name,
         node_id=node.node_id, task_project=event.task_id.project, task_domain=event.task_id.domain,
         task_name=event.task_id.name, task_version=event.task_id.version, retry_attempt=event.retry_attempt,
         phase=event.phase, input_uri="", closure_pb=b"", created_at=occurred, updated_at=occurred,
@@ -108,9 +106,9 @@ def _attempt_parts(ident: idpb.TaskExecutionIdentifier) -> tuple[str, ...]:
     return (ident.node_execution_id.node_id, t.project, t.domain, t.name, t.version, str(ident.retry_attempt))
 
 
-def _terminal(ctx: Context, row: TaskExecution, closure: task_execution_pb2.TaskExecutionClosure,
+def _terminal(ctx: Context, row: Record, closure: task_execution_pb2.TaskExecutionClosure,
               event: event_pb2.TaskExecutionEvent, occurred: datetime, ident: idpb.TaskExecutionIdentifier) -> None:
-    started = repo.as_utc(row.started_at)
+    started = row.started_at
     if started is not None:
         delta = occurred - started
         row.duration = delta.total_seconds()

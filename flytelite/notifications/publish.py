@@ -12,15 +12,14 @@ from sqlalchemy.orm import Session
 from flytelite.context import Context
 from flytelite.notifications import outbox
 from flytelite.notifications.email import emails_for_phase, template_values
-from flytelite.store.models import Execution
 
 log = logging.getLogger(__name__)
 
 
-def publish_notifications(ctx: Context, session: Session, row: Execution, closure: execution_pb2.ExecutionClosure,
-                          event: event_pb2.WorkflowExecutionEvent) -> None:
+def publish_notifications(ctx: Context, session: Session, spec_pb: bytes,
+                          closure: execution_pb2.ExecutionClosure, event: event_pb2.WorkflowExecutionEvent) -> None:
     cfg = ctx.config.notifications
-    spec = execution_pb2.ExecutionSpec.FromString(row.spec_pb)
+    spec = execution_pb2.ExecutionSpec.FromString(spec_pb)
     exec_id = event.execution_id
     base = ctx.public_url or ctx.config.public_url
     console_url = (f"{base}/console/projects/{exec_id.project}/domains/{exec_id.domain}/executions/{exec_id.name}"

@@ -37,12 +37,19 @@ def as_utc(dt: datetime | None) -> datetime | None:
 _TAKE_SQLITE_WRITE_LOCK = update(Execution.table()).where(false()).values(phase=Execution.table().c.phase)
 
 
+def lock_for_update(session: Session) -> None:
+    """On SQLite (no row locks), take the database's write lock now, before a read that a `FOR UPDATE`
+    would lock on PostgreSQL; nothing on PostgreSQL."""
+    if session.get_bind().dialect.name == "sqlite":
+        session.execute(_TAKE_SQLITE_WRITE_LOCK)
+
+
 def find_execution(session: Session, ident: idpb.WorkflowExecutionIdentifier,
                    for_update: bool = False) -> Execution | None:
     """The execution row; `for_update` locks it until the transaction ends, for a read-modify-write of its
     closure (otherwise two writers could each read the old closure and one's change would be lost)."""
-    if for_update and session.get_bind().dialect.name == "sqlite":
-        session.execute(_TAKE_SQLITE_WRITE_LOCK)  # now, before the read
+    if for_update:
+        lock_for_update(session)
     return session.get(Execution, (ident.project, ident.domain, ident.name), with_for_update=for_update or None)
 
 

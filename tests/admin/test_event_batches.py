@@ -4,8 +4,10 @@ engine's BufferedEventRecorder falling back to single events when admin refuses 
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
+import sqlalchemy
 from flyteidl.admin import node_execution_pb2, task_execution_pb2
 from flyteidl.core import identifier_pb2 as idpb
 from flyteidl.event import event_pb2
@@ -99,6 +101,39 @@ def test_a_batch_leaves_what_the_same_events_one_by_one_leave(h):
     assert got["phase"] == WF.RUNNING
     assert set(got["nodes"]) == {("", "n0"), ("n0", "n0-0-c")}
     assert [a for a, _ in got["nodes"][("", "n0")][2]] == [0, 1]
+
+
+def written(h, apply) -> list[tuple[str, ...]]:
+    """What `apply()` writes: ("INSERT", table) and ("UPDATE", table, column...) for each statement."""
+    statements: list[tuple[str, ...]] = []
+
+    def record(_conn, _cursor, statement, *_):
+        words = statement.split()
+        if words[0] == "INSERT":
+            statements.append(("INSERT", words[2]))
+        elif words[0] == "UPDATE":
+            assignments = statement.split(" SET ")[1].split(" WHERE ")[0]
+            statements.append(("UPDATE", words[1], *re.findall(r"(\w+)=", assignments)))
+
+    sqlalchemy.event.listen(h.ctx.db.engine, "before_cursor_execute", record)
+    try:
+        apply()
+    finally:
+        sqlalchemy.event.remove(h.ctx.db.engine, "before_cursor_execute", record)
+    return statements
+
+
+def test_a_batch_writes_only_new_rows_and_changed_columns(h):
+    exec_id = h.create(PIPELINE, {"x": 1})
+    events = round_events(exec_id)
+    h.sink.apply_batch(events[:4])
+    before = snapshot(h, exec_id)
+    # Stale events only (phases already recorded): nothing is written, not even an unchanged row.
+    assert written(h, lambda: h.sink.apply_batch([events[3], events[2]])) == []
+    assert snapshot(h, exec_id) == before
+    # One new attempt row, one changed attempt row: one INSERT, and an UPDATE of the columns that changed.
+    assert written(h, lambda: h.sink.apply_batch(events[4:6])) == [
+        ("INSERT", "task_executions"), ("UPDATE", "task_executions", "phase", "closure_pb", "updated_at", "duration")]
 
 
 def test_a_refused_event_fails_the_whole_batch_and_applies_none(h):
