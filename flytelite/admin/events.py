@@ -65,13 +65,18 @@ class EventSink:
         with self.ctx.db.session() as session:
             rows = EventRows(session)
             rows.prefetch(_named_nodes(events))
+            workflow_events = []
             for event in events:
                 if isinstance(event, event_pb2.NodeExecutionEvent):
                     self._node_event(rows, event)
                 elif isinstance(event, event_pb2.TaskExecutionEvent):
                     apply_task_event(self.ctx, rows, event)
                 else:  # the third kind a sink is sent
-                    self._workflow_event(rows, cast(event_pb2.WorkflowExecutionEvent, event))
+                    workflow_events.append(cast(event_pb2.WorkflowExecutionEvent, event))
+            # Last, as they lock their execution's row (on SQLite, the whole database) until the commit; they
+            # change no row the others read or write, so the rows end as in the events' own order.
+            for event in workflow_events:
+                self._workflow_event(rows, event)
             rows.flush()
             if then is not None:
                 then(session)
