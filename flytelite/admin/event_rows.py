@@ -9,7 +9,6 @@ database's write lock is held only while the batch writes, not while its events 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from types import SimpleNamespace
 
 from flyteidl.core import identifier_pb2 as idpb
@@ -65,10 +64,6 @@ _EXECUTION_ROW = select(_EXECUTIONS).where(*_by(_EXECUTIONS, *_EXECUTION_KEY)).w
 _EXECUTION_EXISTS = select(_EXECUTIONS.c.project).where(*_by(_EXECUTIONS, *_EXECUTION_KEY))
 
 
-def _inserting(table: Table):
-    return insert(table).returning(table.c.id, sort_by_parameter_order=True)
-
-
 def _updating(table: Table):
     """UPDATE by primary key; the SET clause is the columns each executemany's parameters name."""
     return update(table).where(*(c == bindparam(f"pk_{c.name}") for c in table.primary_key.columns))
@@ -77,7 +72,8 @@ def _updating(table: Table):
 # Columns of times, which SQLite hands back without their zone: a record holds them in UTC, as the events set
 # them, so that an unchanged time compares equal and is not written again.
 _TIMES = {t: [c.name for c in t.columns if isinstance(c.type, DateTime)] for t in (_EXECUTIONS, _NODES, _TASKS)}
-_INSERT = {t: _inserting(t) for t in (_NODES, _TASKS)}
+_INSERT = {t: insert(t) for t in (_NODES, _TASKS)}
+_INSERTED = {t: [c for c in t.columns.keys() if c != "id"] for t in (_NODES, _TASKS)}
 _UPDATE = {t: _updating(t) for t in (_EXECUTIONS, _NODES, _TASKS)}
 
 
@@ -184,7 +180,11 @@ class EventRows:
         """The database id of an existing node execution (inserting it now if it is new in this batch)."""
         record = self.require_node(ident)
         if record.id is None:
-            self._insert([t for t in self._tracked if t.record is record])
+            tracked = next(t for t in self._tracked if t.record is record)
+            inserted = self._conn.execute(_INSERT[_NODES], _values(tracked)).inserted_primary_key
+            assert inserted is not None, "an INSERT of one row learns its id"
+            record.id = inserted[0]
+            tracked.written = dict(vars(record))
         return record.id
 
     def require_node(self, ident: idpb.NodeExecutionIdentifier) -> Record:
@@ -209,13 +209,14 @@ class EventRows:
         self._tasks[task_key(ident)] = record
 
     def flush(self) -> None:
-        """Write every new row and every changed column of the rows read."""
-        new: dict[Table, list[_Tracked]] = {}
+        """Write every new row and every changed column of the rows read: the transaction's last step with
+        these rows (a change made after it is not written; rows inserted by it do not learn their ids)."""
+        new: dict[Table, list[dict]] = {}
         changed: dict[tuple[Table, tuple[str, ...]], list[dict]] = {}
         for tracked in self._tracked:
             before = tracked.written
             if before is None:
-                new.setdefault(tracked.table, []).append(tracked)
+                new.setdefault(tracked.table, []).append(_values(tracked))
                 continue
             now = vars(tracked.record)
             columns = tuple(c for c, value in now.items() if before[c] != value)
@@ -223,18 +224,13 @@ class EventRows:
                 keys = (f"pk_{c.name}" for c in tracked.table.primary_key.columns)
                 params = {**{key: before[key[3:]] for key in keys}, **{c: now[c] for c in columns}}
                 changed.setdefault((tracked.table, columns), []).append(params)
-                tracked.written = dict(now)
-        for entries in new.values():
-            self._insert(entries)
+        self._tracked.clear()
+        for table, values in new.items():
+            self._conn.execute(_INSERT[table], values)
         for (table, _), params_list in changed.items():
             self._conn.execute(_UPDATE[table], params_list)
 
-    def _insert(self, entries: Sequence[_Tracked]) -> None:
-        """Insert new rows of one table, learning their ids."""
-        table = entries[0].table
-        columns = [c for c in table.columns.keys() if c != "id"]
-        params = [{c: getattr(t.record, c) for c in columns} for t in entries]
-        ids = self._conn.execute(_INSERT[table], params).scalars().all()
-        for tracked, row_id in zip(entries, ids, strict=True):
-            tracked.record.id = row_id
-            tracked.written = dict(vars(tracked.record))
+
+def _values(tracked: _Tracked) -> dict:
+    """A new row's columns, for its INSERT."""
+    return {c: getattr(tracked.record, c) for c in _INSERTED[tracked.table]}
