@@ -38,6 +38,9 @@ class ExecutionRound:
     outputs_read: dict[str, literals_pb2.LiteralMap] = field(default_factory=dict)
     # How nodes reach admin: child executions, launch plans and tasks, signals, recovery.
     clients: AdminClients = field(default_factory=unconnected)
+    # Whether this replica still holds the execution's lease long enough to start a task's process: one
+    # that lost it could start a process while the new owner, not finding one, starts it again.
+    may_launch: Callable[[], bool] = field(default=lambda: True)
 
     def __post_init__(self) -> None:
         if self.now is None:

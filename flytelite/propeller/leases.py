@@ -19,8 +19,9 @@ one execution (a new one) claims it whatever the share: the first replica to rea
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import and_, func, or_, select, tuple_, update
 
@@ -41,6 +42,9 @@ class Leases:
         """`peers` counts the live engine replicas sharing the database (this one included); without it this
         replica takes every free execution."""
         self.ctx, self.owner, self.seconds, self.peers = ctx, owner, seconds, peers
+        # Until when this replica holds each lease it took or renewed (as of its last claim).
+        self._held_until: dict[ExecutionKey, datetime] = {}
+        self._lock = threading.Lock()
 
     def claim(self, keys: list[ExecutionKey] | None = None) -> list[ExecutionKey]:
         """Take or renew the leases of unfinished executions that are free or already this replica's:
@@ -48,12 +52,20 @@ class Leases:
         executions this replica now holds among them."""
         if keys is not None:
             return self._update(_one_of(keys)) if keys else []
+        now = self.ctx.clock.now()
+        with self._lock:  # a sweep renews every lease still held: forget the others
+            self._held_until = {k: until for k, until in self._held_until.items() if until > now}
         peers = self.peers() if self.peers is not None else 1
         if peers <= 1:
             return self._update(None)
         held = self._update(FlyteWorkflow.lease_owner == self.owner)
         others = or_(FlyteWorkflow.lease_owner.is_(None), FlyteWorkflow.lease_owner != self.owner)
         return held + self._update(others, limit=self._share(peers) - len(held))
+
+    def holds(self, key: ExecutionKey, seconds: float) -> bool:
+        """Whether this replica's lease on `key` lasts at least `seconds` more (as of its last claim)."""
+        until = self._held_until.get(key)
+        return until is not None and until - self.ctx.clock.now() >= timedelta(seconds=seconds)
 
     def _share(self, peers: int) -> int:
         with self.ctx.db.session() as s:
@@ -78,16 +90,21 @@ class Leases:
                 if not picked:
                     return []
                 claimable = and_(claimable, _one_of([ExecutionKey(*p) for p in picked]))
-            claimed = s.execute(
+            until = now + timedelta(seconds=self.seconds)
+            claimed = [ExecutionKey(*r) for r in s.execute(
                 update(row).where(claimable)
-                .values(lease_owner=self.owner, lease_expires_at=now + timedelta(seconds=self.seconds))
+                .values(lease_owner=self.owner, lease_expires_at=until)
                 .returning(row.project, row.domain, row.name)
                 .execution_options(synchronize_session=False)
-            ).all()
-        return [ExecutionKey(*r) for r in claimed]
+            )]
+        with self._lock:
+            self._held_until.update((key, until) for key in claimed)
+        return claimed
 
     def release(self) -> None:
         """Give up every lease (a clean stop): other replicas may take the executions at once."""
+        with self._lock:
+            self._held_until.clear()
         with self.ctx.db.session() as s:
             s.execute(update(FlyteWorkflow).where(FlyteWorkflow.lease_owner == self.owner)
                       .values(lease_owner=None, lease_expires_at=None).execution_options(synchronize_session=False))

@@ -107,7 +107,7 @@ class WorkflowExecutor:
         for _ in range(MAX_STREAK):
             rnd = ExecutionRound(ctx=self.ctx, key=key, spec=spec, workflow=workflow, status=status,
                                  events=events, wake=lambda delay, k=key: self.wake(k, delay),  # type: ignore[misc]  # a lambda with a default
-                                 clients=self.clients)
+                                 clients=self.clients, may_launch=partial(self._may_launch, key))
             if row.abort_cause and status.phase not in WORKFLOW_DONE:
                 self._abort(rnd, row.abort_cause)
             else:
@@ -230,6 +230,12 @@ class WorkflowExecutor:
         elif phase == WorkflowStatusPhase.ABORTED:
             status.stopped_at = now
             rnd.events.workflow(exec_id, WfPhase.ABORTED)
+
+    def _may_launch(self, key: ExecutionKey) -> bool:
+        """Whether this replica's lease on the execution lasts a third of a lease period more: the new owner
+        of an expired lease looks for the task processes the old one started, so a process must be started
+        well before the lease can expire (renewals come every third of a period)."""
+        return self.leases is None or self.leases.holds(key, self.leases.seconds / 3)
 
     def _persist(self, key: ExecutionKey, status_json: str, done: bool, session: Session) -> None:
         written = changed_rows(session, self._write_status, {

@@ -42,6 +42,25 @@ def test_one_replica_holds_an_execution_until_its_lease_expires(ctx):
     assert a.claim() == [second]
 
 
+def test_a_replica_knows_how_long_it_holds_each_lease(ctx):
+    """What the engine asks before starting a task's process (WorkflowExecutor._may_launch)."""
+    a, b = Leases(ctx, "replica-a", 15), Leases(ctx, "replica-b", 15)
+    key = _execution(ctx, "held")
+    assert not a.holds(key, 0)
+    assert a.claim([key]) == [key]
+    assert a.holds(key, 15) and not a.holds(key, 15.1)
+    ctx.clock.advance(11)
+    assert a.holds(key, 4) and not a.holds(key, 5)
+    assert a.claim() == [key]  # a sweep renews it
+    assert a.holds(key, 15)
+    ctx.clock.advance(16)
+    assert not a.holds(key, 0)
+    assert b.claim() == [key] and b.holds(key, 15)
+    assert a.claim() == [] and not a.holds(key, 0)
+    b.release()
+    assert not b.holds(key, 0)
+
+
 def test_a_clean_stop_releases_every_lease_at_once(ctx):
     a, b = Leases(ctx, "replica-a", 15), Leases(ctx, "replica-b", 15)
     key = _execution(ctx, "released")

@@ -125,6 +125,8 @@ class TaskExecutionContext:
     state: dict[str, Any]
     # Wake the engine for this execution (delay in seconds, None = now); thread-safe.
     wake: Callable[[float | None], None]
+    # Whether this replica may still start the attempt's process (ExecutionRound.may_launch).
+    may_launch: Callable[[], bool] = field(default=lambda: True)
 
     @property
     def input_prefix(self) -> str:

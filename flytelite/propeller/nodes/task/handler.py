@@ -160,7 +160,7 @@ class TaskHandler(NodeHandler):
         return TaskExecutionContext(
             ctx=rnd.ctx, key=rnd.key, spec=rnd.spec, workflow_id=rnd.workflow.id, node_id=nctx.node_id,
             attempt=nctx.attempt, task=task, input_uri=nctx.input_uri, output_prefix=nctx.output_dir,
-            state=tstatus.plugin, wake=rnd.wake,
+            state=tstatus.plugin, wake=rnd.wake, may_launch=rnd.may_launch,
         )
 
     def _report(self, nctx, tstatus: TaskStatus, task, phase: int, version: int, *, plugin_id: str,
