@@ -65,7 +65,7 @@ _EXECUTION_EXISTS = select(_EXECUTIONS.c.project).where(*_by(_EXECUTIONS, *_EXEC
 
 
 def _updating(table: Table):
-    """UPDATE by primary key; the SET clause is the columns each executemany's parameters name."""
+    """UPDATE by primary key (parameters pk_<column>); the SET clause is the columns the parameters name."""
     return update(table).where(*(c == bindparam(f"pk_{c.name}") for c in table.primary_key.columns))
 
 
@@ -75,6 +75,7 @@ _TIMES = {t: [c.name for c in t.columns if isinstance(c.type, DateTime)] for t i
 _INSERT = {t: insert(t) for t in (_NODES, _TASKS)}
 _INSERTED = {t: [c for c in t.columns.keys() if c != "id"] for t in (_NODES, _TASKS)}
 _UPDATE = {t: _updating(t) for t in (_EXECUTIONS, _NODES, _TASKS)}
+_PRIMARY_KEY = {t: [c.name for c in t.primary_key.columns] for t in (_EXECUTIONS, _NODES, _TASKS)}
 
 
 def node_key(execution: idpb.WorkflowExecutionIdentifier, node_id: str) -> NodeKey:
@@ -221,8 +222,8 @@ class EventRows:
             now = vars(tracked.record)
             columns = tuple(c for c, value in now.items() if before[c] != value)
             if columns:
-                keys = (f"pk_{c.name}" for c in tracked.table.primary_key.columns)
-                params = {**{key: before[key[3:]] for key in keys}, **{c: now[c] for c in columns}}
+                params = {f"pk_{k}": before[k] for k in _PRIMARY_KEY[tracked.table]}
+                params.update((c, now[c]) for c in columns)
                 changed.setdefault((tracked.table, columns), []).append(params)
         self._tracked.clear()
         for table, values in new.items():
