@@ -31,10 +31,10 @@ class Record(SimpleNamespace):
     """One row's columns as attributes: what the event code reads and sets, and `EventRows.flush` writes."""
 
 
-def new_record(table: Table, **values) -> Record:
+def new_record(model: type[NodeExecution] | type[TaskExecution], **values) -> Record:
     """A row not yet in the database, every column named (an INSERT of several rows names the same ones)."""
-    missing = set(table.columns.keys()) - {"id"} - values.keys()
-    assert not missing, f"a new {table.name} row must set {sorted(missing)}"
+    missing = set(model.table().columns.keys()) - {"id"} - values.keys()
+    assert not missing, f"a new {model.__tablename__} row must set {sorted(missing)}"
     return Record(id=None, **values)
 
 
@@ -43,7 +43,8 @@ def _of_nodes(table: Table):
     statement cost more than running it)."""
     return select(table).where(
         table.c.project == bindparam("project"), table.c.domain == bindparam("domain"),
-        table.c.execution_name == bindparam("name"), table.c.node_id.in_(bindparam("node_ids", expanding=True)))
+        table.c.execution_name == bindparam("name"),
+        table.c.node_id.in_(bindparam("node_ids", expanding=True)))
 
 
 _NODE_ROWS = _of_nodes(_NODES)
@@ -71,7 +72,8 @@ def _updating(table: Table):
 
 # Columns of times, which SQLite hands back without their zone: a record holds them in UTC, as the events set
 # them, so that an unchanged time compares equal and is not written again.
-_TIMES = {t: [c.name for c in t.columns if isinstance(c.type, DateTime)] for t in (_EXECUTIONS, _NODES, _TASKS)}
+_TIMES = {t: [c.name for c in t.columns if isinstance(c.type, DateTime)]
+          for t in (_EXECUTIONS, _NODES, _TASKS)}
 _INSERT = {t: insert(t) for t in (_NODES, _TASKS)}
 _INSERTED = {t: [c for c in t.columns.keys() if c != "id"] for t in (_NODES, _TASKS)}
 _UPDATE = {t: _updating(t) for t in (_EXECUTIONS, _NODES, _TASKS)}
@@ -139,12 +141,14 @@ class EventRows:
                 for row in self._conn.execute(_NODE_ROWS, params):
                     self._nodes[(project, domain, name, row.node_id)] = self._read(_NODES, row)
                 for row in self._conn.execute(_TASK_ROWS, params):
-                    self._tasks[(project, domain, name, row.node_id, row.task_project, row.task_domain,
-                                 row.task_name, row.task_version, row.retry_attempt)] = self._read(_TASKS, row)
+                    attempt: TaskKey = (project, domain, name, row.node_id, row.task_project, row.task_domain,
+                                        row.task_name, row.task_version, row.retry_attempt)
+                    self._tasks[attempt] = self._read(_TASKS, row)
                 self._nodes_with_tasks.update((project, domain, name, n) for n in chunk)
 
     def execution(self, ident: idpb.WorkflowExecutionIdentifier) -> Record:
-        """The execution row, locked until the transaction ends (raises NotFound as repo.get_execution does)."""
+        """The execution row, locked until the transaction ends (raises NotFound as repo.get_execution
+        does)."""
         key = (ident.project, ident.domain, ident.name)
         record = self._executions.get(key)
         if record is None:

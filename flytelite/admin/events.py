@@ -39,8 +39,6 @@ from flytelite.idl.times import to_duration, to_timestamp
 from flytelite.notifications.publish import publish_notifications
 from flytelite.store.models import NodeExecution
 
-_NODES = NodeExecution.table()
-
 log = logging.getLogger(__name__)
 
 
@@ -123,7 +121,7 @@ class EventSink:
                                                             node_id=event.parent_node_metadata.node_id)
                 parent_id = rows.node_row_id(parent_ident)
             row = new_record(
-                _NODES, project=exec_id.project, domain=exec_id.domain, execution_name=exec_id.name,
+                NodeExecution, project=exec_id.project, domain=exec_id.domain, execution_name=exec_id.name,
                 node_id=event.id.node_id, parent_id=parent_id, phase=event.phase, input_uri="",
                 closure_pb=b"", metadata_pb=b"", dynamic_workflow_pb=None, created_at=occurred,
                 updated_at=occurred, started_at=None, duration=0.0,

@@ -22,8 +22,6 @@ from flytelite.idl.phases import TASK_TERMINAL, TaskPhase, task_phase_name
 from flytelite.idl.times import from_timestamp, to_duration, to_timestamp
 from flytelite.store.models import TaskExecution
 
-_TASKS = TaskExecution.table()
-
 log = logging.getLogger(__name__)
 
 
@@ -93,7 +91,8 @@ def apply_task_event(ctx: Context, rows: EventRows, event: event_pb2.TaskExecuti
 def _new_row(event: event_pb2.TaskExecutionEvent, occurred: datetime) -> Record:
     node = event.parent_node_execution_id
     return new_record(
-        _TASKS, project=node.execution_id.project, domain=node.execution_id.domain, execution_name=node.execution_id.name,
+        TaskExecution, project=node.execution_id.project, domain=node.execution_id.domain,
+        execution_name=node.execution_id.name,
         node_id=node.node_id, task_project=event.task_id.project, task_domain=event.task_id.domain,
         task_name=event.task_id.name, task_version=event.task_id.version, retry_attempt=event.retry_attempt,
         phase=event.phase, input_uri="", closure_pb=b"", created_at=occurred, updated_at=occurred,

@@ -17,7 +17,8 @@ log = logging.getLogger(__name__)
 
 
 def publish_notifications(ctx: Context, session: Session, spec_pb: bytes,
-                          closure: execution_pb2.ExecutionClosure, event: event_pb2.WorkflowExecutionEvent) -> None:
+                          closure: execution_pb2.ExecutionClosure,
+                          event: event_pb2.WorkflowExecutionEvent) -> None:
     cfg = ctx.config.notifications
     spec = execution_pb2.ExecutionSpec.FromString(spec_pb)
     exec_id = event.execution_id

@@ -9,7 +9,8 @@ expire and the others take its executions over. A clean stop releases them at on
 is fenced by the lease (see WorkflowExecutor._persist): a replica that lost a lease cannot overwrite
 what the new owner wrote. A task process, a side effect no fence stops, is started only while the lease
 lasts a third of a period more (`holds`, asked by WorkflowExecutor._may_launch): the new owner looks for
-the processes the old one started only after the lease expired, by when such a start is long done. With one replica (the default) every lease is simply its own.
+the processes the old one started only after the lease expired, by when such a start is long done. With
+one replica (the default) every lease is simply its own.
 
 Sharing: when a replica sweeps for free executions (at start and at each resync) it takes no more than
 its share of the unfinished ones, the count divided by the live engine replicas the composition root

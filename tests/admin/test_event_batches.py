@@ -133,7 +133,8 @@ def test_a_batch_writes_only_new_rows_and_changed_columns(h):
     assert snapshot(h, exec_id) == before
     # One new attempt row, one changed attempt row: one INSERT, and an UPDATE of the columns that changed.
     assert written(h, lambda: h.sink.apply_batch(events[4:6])) == [
-        ("INSERT", "task_executions"), ("UPDATE", "task_executions", "phase", "closure_pb", "updated_at", "duration")]
+        ("INSERT", "task_executions"),
+        ("UPDATE", "task_executions", "phase", "closure_pb", "updated_at", "duration")]
 
 
 def test_a_refused_event_fails_the_whole_batch_and_applies_none(h):

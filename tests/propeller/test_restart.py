@@ -154,11 +154,13 @@ def test_a_replica_whose_lease_runs_out_starts_no_process(tmp_path):
     """A replica about to lose an execution's lease must not start a task process: the new owner, finding
     none by its marker, would start a second one."""
     ctx = build_context(Config(home=tmp_path / "home", database_url=database_url_for(tmp_path / "home")))
-    state = {"status": "launching", "marker": "flytesnacks-development-late/n0/0", "output_prefix": str(tmp_path / "out"),
-             "log_path": str(tmp_path / "n0-0.log"), "work_dir": str(tmp_path / "work")}
+    state = {"status": "launching", "marker": "flytesnacks-development-late/n0/0",
+             "output_prefix": str(tmp_path / "out"), "log_path": str(tmp_path / "n0-0.log"),
+             "work_dir": str(tmp_path / "work")}
     closure = h.compile_entity(ft.add_then_square)
     tctx = TaskExecutionContext(
-        ctx=ctx, key=("flytesnacks", "development", "late"), spec=None, workflow_id=closure.primary.template.id,
+        ctx=ctx, key=("flytesnacks", "development", "late"), spec=None,
+        workflow_id=closure.primary.template.id,
         node_id="n0", attempt=0, task=closure.tasks[0].template, input_uri=str(tmp_path / "inputs.pb"),
         output_prefix=str(tmp_path / "out"), state=state, wake=lambda delay: None, may_launch=lambda: False,
     )

@@ -198,8 +198,9 @@ class LocalProcessPlugin(Plugin):
                 st.status = AttemptStatus.DONE
                 return self._result(tctx, st)
         if not tctx.may_launch():
-            return PluginPhaseInfo(PluginPhase.QUEUED, reason="waiting for this replica to renew its lease on the "
-                                   "execution before starting the task's process", poll_after=POLL_SECONDS)
+            reason = ("waiting for this replica to renew its lease on the execution before starting the "
+                      "task's process")
+            return PluginPhaseInfo(PluginPhase.QUEUED, reason=reason, poll_after=POLL_SECONDS)
         try:
             argv, env = self._command(tctx, st)
         except TemplateError as e:
