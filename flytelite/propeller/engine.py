@@ -3,7 +3,8 @@
 On start the engine claims the lease of every unfinished execution no other live replica holds and
 queues it (this is what makes a restart resume); see leases.py. Workers take one execution at a time
 from the queue (never the same one twice at once) and run an evaluation round in a thread, since rounds
-do blocking database, blob and process work; an execution another replica holds is left to it. The
+do blocking database, blob and process work; rounds start one at a time unless one is waiting on I/O
+(gate.py). An execution another replica holds is left to it. The
 resync renews this replica's leases, takes over expired ones and queues what it holds. The engine
 never serves the API; admin wakes it with notify().
 """
@@ -15,10 +16,12 @@ import logging
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from flytelite.context import Context, ExecutionKey
 from flytelite.propeller.clients import AdminClients
 from flytelite.propeller.events import EventRecorder, EventSink
+from flytelite.propeller.gate import RoundGate
 from flytelite.propeller.leases import LeaseLost, Leases
 from flytelite.propeller.node_executor import NodeExecutor
 from flytelite.propeller.nodes.registry import HandlerRegistry, default_handlers
@@ -27,6 +30,7 @@ from flytelite.propeller.queue import QueueShutDown, WorkQueue
 from flytelite.propeller.workflow_executor import WorkflowExecutor
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 # While launches wait for their group commit (store/group_commit.py), a worker waits before its next round
 # (looking every YIELD_POLL seconds, at most YIELD_MAX): a caller waits for each launch's reply, nobody for
 # a round. A burst of CreateExecution calls is then answered first, not after the rounds of those before it.
@@ -64,6 +68,7 @@ class Engine:
         self._threads: ThreadPoolExecutor | None = None
         self._tasks: list[asyncio.Task] = []
         self._pending: set[ExecutionKey] = set()
+        self._gate = RoundGate()
         self.rounds = 0
 
     async def start(self) -> None:
@@ -125,8 +130,11 @@ class Engine:
         except RuntimeError:
             pass
 
+    def _in_thread(self, fn: Callable[..., T], *args) -> asyncio.Future[T]:
+        """Run a worker's `fn(*args)` in a thread, through the round gate (gate.py)."""
+        return asyncio.get_running_loop().run_in_executor(self._threads, self._gate.run, fn, *args)
+
     async def _worker(self, index: int) -> None:
-        loop = asyncio.get_running_loop()
         while True:
             try:
                 key = await self.queue.get()
@@ -134,9 +142,9 @@ class Engine:
                 return
             try:
                 await self._yield_to_launches()
-                if key not in self._held and not await loop.run_in_executor(self._threads, self._claim, key):
+                if key not in self._held and not await self._in_thread(self._claim, key):
                     continue  # another replica drives it
-                result = await loop.run_in_executor(self._threads, self.executor.handle, key)
+                result = await self._in_thread(self.executor.handle, key)
                 self.rounds += 1
                 self.queue.forget(key)
                 if not result.done and result.requeue_after is not None:
@@ -148,7 +156,7 @@ class Engine:
             except Exception as e:  # noqa: BLE001 - a bad round must not kill the worker
                 log.exception("evaluating execution %s failed", "/".join(key))
                 try:
-                    failed = await loop.run_in_executor(self._threads, self.executor.record_failed_round, key, e)
+                    failed = await self._in_thread(self.executor.record_failed_round, key, e)
                 except Exception:  # noqa: BLE001
                     log.exception("recording the failed round of %s failed", "/".join(key))
                     failed = False
@@ -171,11 +179,10 @@ class Engine:
         lease period, so a live replica's leases never lapse."""
         cfg = self.ctx.config.engine
         interval = min(cfg.resync_seconds, cfg.lease_seconds / 3)
-        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(interval)
-            try:
-                for key in await loop.run_in_executor(self._threads, self._claim_all):
+            try:  # not through the round gate: renewing the leases must not wait behind rounds
+                for key in await asyncio.get_running_loop().run_in_executor(self._threads, self._claim_all):
                     self.queue.add(key)
             except Exception:  # noqa: BLE001
                 log.exception("resync failed")
