@@ -4,9 +4,12 @@ The container image names a Python environment (config `images`), not something 
 attempt runs in its own working directory with its own log file; results are the files the task
 entrypoint writes under the output prefix (outputs.pb, error.pb, futures.pb), never the exit code.
 
-Durability: an attempt is first recorded as "launching" (persisted by the engine before the next
-round), then started; the pid and its start time are recorded so that after a restart a live
-process is adopted and waited for, and a dead one is judged by the files it left. The machine is
+Durability: an attempt is recorded as "launching", then started; the pid and its start time are
+recorded so that after a restart a live process is adopted and waited for, and a dead one is judged by
+the files it left. With a remote blob store the "launching" record is persisted by the engine before
+the next round starts the process. With a local one the attempt starts in the round that prepares it:
+the launch first creates the attempt's output folder, so a prepare that finds the folder made knows an
+earlier life of the server may have started the process, and takes the path that looks for it. The machine is
 recorded too: a replica that takes over an attempt started on another machine cannot see its process,
 so it judges the attempt by its files at once (no result: a retryable system error).
 """
@@ -175,8 +178,15 @@ class LocalProcessPlugin(Plugin):
         st.marker = f"{run}/{node}/{tctx.attempt}"
         st.log_path = str(self.ctx.config.logs_dir / run / f"{node}-{tctx.attempt}.log")
         st.work_dir = str(self.ctx.config.work_dir / run / node / str(tctx.attempt))
+        output_dir = self.ctx.blobs.local_file(st.output_prefix)
+        if output_dir is not None and not _claim_folder(output_dir):
+            # Made by an earlier life of the server that may have started the process: look for it first.
+            return PluginPhaseInfo(PluginPhase.QUEUED, reason="starting a local process", requeue_now=True)
         with self._lock:
             self._prepared.add(st.marker)
+        if output_dir is not None:
+            return self._launch(tctx, st)  # nothing of this attempt can be running: start it in this round
+        # A remote store: the engine persists the "launching" record before the next round starts it.
         return PluginPhaseInfo(PluginPhase.QUEUED, reason="starting a local process", requeue_now=True)
 
     def _launch(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo:
@@ -442,6 +452,21 @@ def rendered_command(tctx: TaskExecutionContext, words: list[str] | None = None)
 
 def _start_time(proc) -> int | None:
     return getattr(proc, "start_time", None) or processes.start_time(proc.pid)
+
+
+def _claim_folder(path: str) -> bool:
+    """Create the folder (and its missing parents); False if it was there already."""
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        return False
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            return False
+    return True
 
 
 def _ensure_dest_dir(argv: list[str], work_dir: Path) -> list[str]:

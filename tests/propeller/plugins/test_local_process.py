@@ -50,7 +50,8 @@ def test_tasks_run_as_processes_and_produce_workflow_outputs(tmp_path):
     assert status.phase == WorkflowStatusPhase.SUCCESS
     assert h.outputs(ctx, key) == {"o0": 25}
     assert sink.node_phases("n0") == ["QUEUED", "RUNNING", "SUCCEEDED"]
-    assert sink.task_phases("n0") == [(0, "QUEUED"), (0, "RUNNING"), (0, "SUCCEEDED")]
+    # With a local blob store the process starts in the round that prepares it: no QUEUED report first.
+    assert sink.task_phases("n0") == [(0, "RUNNING"), (0, "SUCCEEDED")]
     done = sink.task_events("n0")[-1]
     assert done.task_id.name == "tests.propeller.flyte_tasks.add" and done.task_type == "python-task"
     assert done.parent_node_execution_id.execution_id.name == "ok"

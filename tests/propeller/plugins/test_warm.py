@@ -284,15 +284,16 @@ def test_a_fork_interrupted_by_a_crash_is_found_by_its_pid_file_not_started_twic
     first, second = LocalProcessPlugin(ctx), LocalProcessPlugin(ctx)
     try:
         state = {}
-        assert first.handle(tctx(state)).phase == PluginPhase.QUEUED
-        persisted = dict(state)  # what the crashed server had written: "launching", no pid
+        # A local store: the attempt is prepared and started in one round.
         assert first.handle(tctx(state)).phase == PluginPhase.RUNNING
         pid = state["pid"]
         assert first.warm.forks == 1
         # A forked child's /proc environ is the zygote's: only its pid file says which attempt it is.
-        assert processes.find_by_marker(persisted["marker"]) is None
-        after = dict(persisted)
-        info = second.handle(tctx(after))  # a new server, which did not prepare this attempt
+        assert processes.find_by_marker(state["marker"]) is None
+        after: dict = {}  # what the crashed server had persisted of the attempt: nothing
+        info = second.handle(tctx(after))  # a new server: the attempt's output folder is there already
+        assert info.phase == PluginPhase.QUEUED and info.requeue_now and after["status"] == "launching"
+        info = second.handle(tctx(after))  # it looks for the process before starting one
         assert info.phase == PluginPhase.RUNNING
         assert after["pid"] == pid and after["adopted"] is True
         assert second.warm is None or second.warm.forks == 0
