@@ -140,6 +140,7 @@ class EventRows:
                 params = {"project": project, "domain": domain, "name": name, "node_ids": chunk}
                 for row in self._conn.execute(_NODE_ROWS, params):
                     self._nodes[(project, domain, name, row.node_id)] = self._read(_NODES, row)
+                    self._existing.add((project, domain, name))  # a node execution's execution exists
                 for row in self._conn.execute(_TASK_ROWS, params):
                     attempt: TaskKey = (project, domain, name, row.node_id, row.task_project, row.task_domain,
                                         row.task_name, row.task_version, row.retry_attempt)

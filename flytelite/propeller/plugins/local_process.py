@@ -120,21 +120,19 @@ class LocalProcessPlugin(Plugin):
         # Attempts forked from a zygote when they can be (see plugins/warm); the others run cold.
         self.warm = (WarmPool(ctx.config.logs_dir, engine.warm_start_seconds, size=engine.warm_pool_size)
                      if engine.warm_workers else None)
-        # Finished attempts' folders are moved into the trash folder and deleted there by one thread at the
-        # lowest CPU priority; what is left when the server stops is deleted after its next start.
+        # Finished attempts' folders are moved into the trash folder, which one thread at the lowest CPU
+        # priority empties; what is left when the server stops is deleted after its next start.
         self._trash = ctx.config.work_dir / ".trash"
         self._cleaner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="work-dir-cleanup",
                                            initializer=_lowest_priority)
+        # Whether an emptying of the trash is queued and has not started yet (one covers every folder moved
+        # there before it starts: a hand-over to the thread per folder was a twentieth of a chain's rounds).
+        self._sweep_queued = False
 
     def setup(self, loop) -> None:
         self._loop = loop
         self.watcher.bind(loop)
-        try:
-            left = list(self._trash.iterdir())
-        except OSError:
-            left = []
-        for folder in left:
-            self._cleaner.submit(shutil.rmtree, folder, ignore_errors=True)
+        self._queue_sweep()
         if self.warm is not None:
             self.warm.prestart(self.ctx.config.interpreter_for(""))
 
@@ -394,10 +392,28 @@ class LocalProcessPlugin(Plugin):
         except OSError:
             shutil.rmtree(path, ignore_errors=True)
             return
+        self._queue_sweep()
+
+    def _queue_sweep(self) -> None:
+        with self._lock:
+            if self._sweep_queued:
+                return
+            self._sweep_queued = True
         try:
-            self._cleaner.submit(shutil.rmtree, trash, ignore_errors=True)
+            self._cleaner.submit(self._sweep)
         except RuntimeError:  # closed: deleted after the next start
             pass
+
+    def _sweep(self) -> None:
+        """Delete every folder in the trash (in the cleaner thread)."""
+        with self._lock:
+            self._sweep_queued = False  # a folder moved there from now on queues the next sweep
+        try:
+            left = list(self._trash.iterdir())
+        except OSError:
+            return
+        for folder in left:
+            shutil.rmtree(folder, ignore_errors=True)
 
     # -- the command -----------------------------------------------------------------------
     def _command(self, tctx: TaskExecutionContext, st: AttemptState) -> tuple[list[str], dict[str, str]]:
