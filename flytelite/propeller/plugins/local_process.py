@@ -8,10 +8,10 @@ Durability: an attempt is recorded as "launching", then started; the pid and its
 recorded so that after a restart a live process is adopted and waited for, and a dead one is judged by
 the files it left. With a remote blob store the "launching" record is persisted by the engine before
 the next round starts the process. With a local one the attempt starts in the round that prepares it:
-the launch first creates the attempt's output folder, so a prepare that finds the folder made knows an
-earlier life of the server may have started the process, and takes the path that looks for it. The machine is
-recorded too: a replica that takes over an attempt started on another machine cannot see its process,
-so it judges the attempt by its files at once (no result: a retryable system error).
+the prepare first creates the attempt's output folder, so a prepare that finds the folder there knows an
+earlier life of the server may have started the process, and looks for it before starting one. The
+machine is recorded too: a replica that takes over an attempt started on another machine cannot see its
+process, so it judges the attempt by its files at once (no result: a retryable system error).
 """
 
 from __future__ import annotations
