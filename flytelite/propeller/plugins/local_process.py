@@ -177,14 +177,15 @@ class LocalProcessPlugin(Plugin):
         st.log_path = str(self.ctx.config.logs_dir / run / f"{node}-{tctx.attempt}.log")
         st.work_dir = str(self.ctx.config.work_dir / run / node / str(tctx.attempt))
         output_dir = self.ctx.blobs.local_file(st.output_prefix)
-        if output_dir is not None and not _claim_folder(output_dir):
-            # Made by an earlier life of the server that may have started the process: look for it first.
-            return PluginPhaseInfo(PluginPhase.QUEUED, reason="starting a local process", requeue_now=True)
-        with self._lock:
-            self._prepared.add(st.marker)
-        if output_dir is not None:
-            return self._launch(tctx, st)  # nothing of this attempt can be running: start it in this round
-        # A remote store: the engine persists the "launching" record before the next round starts it.
+        # A local store: the output folder made now, nothing of this attempt can be running; found there, an
+        # earlier life of the server made it and may have started the process (the next round looks for it).
+        fresh = output_dir is not None and _claim_folder(output_dir)
+        if fresh or output_dir is None:
+            with self._lock:
+                self._prepared.add(st.marker)
+        if fresh:
+            return self._launch(tctx, st)
+        # Persisted as "launching" before the next round starts the process.
         return PluginPhaseInfo(PluginPhase.QUEUED, reason="starting a local process", requeue_now=True)
 
     def _launch(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo:
