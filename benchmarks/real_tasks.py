@@ -8,8 +8,9 @@ with CreateExecution. Times are the server's: an execution's created_at to its S
 - acceptance latency: CreateExecution sent (client clock) to the first task node RUNNING (server clock,
   same machine);
 - cache hit: a cached 1-task workflow run again with the same input: its node's QUEUED to SUCCEEDED.
-Baselines: flytekit's local execution of the same workflows (in this process), warm workers off, and the
-peers' figures for the same two workflows when the peers section ran before (benchmarks/peers.py).
+Baselines: flytekit's local execution of the same workflows (in this process), warm workers off, the
+peers' figures for the same two workflows when the peers section ran before (benchmarks/peers.py), and
+for the map task flytekit's own cost of its items without flytelite (benchmarks/map_floor.py).
 The goals are issue 16's (ahead of Prefect's and Dagster's figures measured on this machine).
 """
 
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -81,6 +84,16 @@ def measure(folder: Path, config: str, runs: int, map_items: int, map_runs: int,
         m.miss, m.hit = _cache_hits(server, cache_runs)
         m.idle_cpu, m.idle_wakeups, m.idle_rss = _idle(server)
     return m
+
+
+def map_floor_seconds(items: int) -> float:
+    """benchmarks/map_floor.py in a process of its own (it forks, so not in this one, which holds channels)."""
+    root = Path(__file__).parent.parent
+    out = subprocess.run([sys.executable, "-m", "benchmarks.map_floor", str(items)], cwd=root, capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"benchmarks.map_floor failed:\n{out.stdout}\n{out.stderr}")
+    return float(out.stdout.split()[-1])
 
 
 IDLE_SECONDS = 10.0
@@ -165,6 +178,7 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
     local_chain = [timed(lambda: real_wfs.real_chain(x=0)) for _ in range(local_runs)]
     local_map = [timed(lambda: real_wfs.real_map(xs=list(range(MAP_ITEMS)))) for _ in range(local_runs)]
     local_hello = [timed(lambda: local_pyflyte_run(root / "local", "hello.py", "hello_wf")) for _ in range(local_runs)]
+    floor = [map_floor_seconds(MAP_ITEMS) for _ in range(local_runs)]
     attempt, cold_attempt = statistics.median(warm.attempts), statistics.median(cold.attempts)
     cold_map_note = f"{COLD_MAP_ITEMS} items, not {MAP_ITEMS:,}: cold processes take ~1.6 s each"
     return [
@@ -179,6 +193,9 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
                        *[baseline(p.peer.title, p.chain, "s") for p in peers if not p.error]]).check("<", 1.0),
         Row(f"real tasks: {MAP_ITEMS:,}-item map_task", warm.map, "s", goal="< 2.0 s",
             baselines=[baseline("flytekit local", local_map, "s"),
+                       baseline("flytekit's pyflyte-map-execute alone, no server", floor, "s",
+                                f"items one after another in {os.cpu_count()} processes, each with a fresh "
+                                "import of the task's module"),
                        baseline("warm workers off", cold.map, "s", cold_map_note),
                        *[baseline(p.peer.title, p.fan_out, "s") for p in peers if not p.error]]).check("<", 2.0),
         Row("acceptance latency: CreateExecution to first node RUNNING", warm.latency, "ms", goal="< 50 ms",
