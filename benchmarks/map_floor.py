@@ -6,8 +6,9 @@ items, each given the whole ITEMS-long input list and its index, as a map task's
 split over PROCESSES processes (default: one per core) forked from this one after it imported flytekit;
 each runs its items one after another through flytekit's entrypoint, in-process: no server, no zygote, no
 folder, log or environment of an item's own. What every flytelite item gets anyway is kept: a fresh
-import of the task's module, and the input list parsed into flytekit's models once per process (as
-flytelite's workers remember it). Every item's output is read back and checked.
+import of the task's module, sys.path and flytekit's contexts and registries put back between items, and the input list
+parsed into flytekit's models once per process (all three as flytelite's workers do it, with their code).
+Every item's output is read back and checked.
 """
 
 from __future__ import annotations
@@ -54,18 +55,24 @@ def _command(template: list[str], folder: str, index: int) -> list[str]:
 
 
 def _run_items(folder: str, indices: range) -> None:
-    """In a forked process: each item through flytekit's entrypoint, its module imported afresh."""
+    """In a forked process: each item through flytekit's entrypoint, then what the item left undone as a
+    flytelite worker undoes it (its module, flytekit's contexts and registries), so the next imports it afresh."""
     child._remember_large_input_maps()
     template = _template()
+    sys.modules.pop(MODULE, None)
+    baseline = child._Baseline()
+    path = list(sys.path)  # flytekit's entrypoint adds to it on every item
     os.environ["BATCH_JOB_ARRAY_INDEX_VAR_NAME"] = INDEX_VARIABLE
     for index in indices:
         os.environ[INDEX_VARIABLE] = str(index)
-        sys.modules.pop(MODULE, None)
         try:
-            entrypoint._pass_through.main(args=_command(template, folder, index), prog_name="pyflyte", standalone_mode=False)
+            entrypoint._pass_through.main(args=_command(template, folder, index), prog_name="pyflyte",
+                                          standalone_mode=False)
         except SystemExit as e:
             if e.code:
                 raise
+        baseline.restore()
+        sys.path[:] = path
 
 
 def measure(items: int, processes: int) -> float:
