@@ -6,8 +6,9 @@ items, each given the whole ITEMS-long input list and its index, as a map task's
 split over PROCESSES processes (default: one per core) forked from this one after it imported flytekit;
 each runs its items one after another through flytekit's entrypoint, in-process: no server, no zygote, no
 folder, log or environment of an item's own. What every flytelite item gets anyway is kept: a fresh
-import of the task's module, sys.path and flytekit's contexts and registries put back between items, and the input list
-parsed into flytekit's models once per process (all three as flytelite's workers do it, with their code).
+import of the task's module; sys.path and flytekit's contexts and registries put back between items; the
+input list parsed into flytekit's models once per process (all three as flytelite's workers do it, with
+their code).
 Every item's output is read back and checked.
 """
 
@@ -38,7 +39,8 @@ def _template() -> list[str]:
     """The map task's container command, with its templates."""
     import real_wfs
 
-    return map_task(real_wfs.real_step).get_command(SerializationSettings(image_config=ImageConfig.auto_default_image()))
+    settings = SerializationSettings(image_config=ImageConfig.auto_default_image())
+    return map_task(real_wfs.real_step).get_command(settings)
 
 
 def _command(template: list[str], folder: str, index: int) -> list[str]:
@@ -56,7 +58,8 @@ def _command(template: list[str], folder: str, index: int) -> list[str]:
 
 def _run_items(folder: str, indices: range) -> None:
     """In a forked process: each item through flytekit's entrypoint, then what the item left undone as a
-    flytelite worker undoes it (its module, flytekit's contexts and registries), so the next imports it afresh."""
+    flytelite worker undoes it (its module, sys.path, flytekit's contexts and registries): the next item
+    imports the module afresh."""
     child._remember_large_input_maps()
     template = _template()
     sys.modules.pop(MODULE, None)

@@ -87,7 +87,7 @@ def measure(folder: Path, config: str, runs: int, map_items: int, map_runs: int,
 
 
 def map_floor_seconds(items: int) -> float:
-    """benchmarks/map_floor.py in a process of its own (it forks, so not in this one, which holds channels)."""
+    """benchmarks/map_floor.py in a process of its own (it forks: not this one, which holds gRPC channels)."""
     root = Path(__file__).parent.parent
     out = subprocess.run([sys.executable, "-m", "benchmarks.map_floor", str(items)], cwd=root, capture_output=True,
                          text=True)

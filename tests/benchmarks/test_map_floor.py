@@ -1,4 +1,5 @@
-"""The map task's floor (benchmarks/map_floor.py): flytekit's entrypoint runs every item and gives its result."""
+"""The map task's floor (benchmarks/map_floor.py): flytekit's entrypoint runs every item, whose result is
+checked."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ ROOT = Path(__file__).parent.parent.parent
 
 
 def test_every_item_runs_through_flytekits_entrypoint_and_is_checked():
-    out = subprocess.run([sys.executable, "-m", "benchmarks.map_floor", "12", "2"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-m", "benchmarks.map_floor", "12", "2"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert float(out.stdout.split()[-1]) > 0
 
