@@ -169,6 +169,10 @@ How each row is measured (see the modules in benchmarks/ for the code):
 - *pytest plugin*: `flytelite_server`'s start (a fresh temporary home, until /healthz answers) and the
   example project's hello test (`flytelite_run`: fast registration of its module, the run, its outputs).
 - *flytekit local*: the same workflow function called in this Python process (flytekit's local execution).
+- *flytekit's pyflyte-map-execute alone*: the map row's items through flytekit's entrypoint in plain
+  processes (one per core, forked after importing flytekit; benchmarks/map_floor.py), no server: each item
+  still imports the task's module afresh, with sys.path and flytekit's contexts and registries put back
+  between items, as flytelite's workers do. What flytekit itself costs, under flytelite's row.
 """
 
 
