@@ -25,6 +25,7 @@ def test_the_item_command_names_the_items_paths(tmp_path):
         command = map_floor._command(map_floor._template(), str(tmp_path), 7)
     finally:
         sys.path.remove(str(map_floor.WORKFLOWS))
+        sys.modules.pop(map_floor.MODULE, None)  # its tasks are not left imported for the worker's next tests
     assert command[0] == "pyflyte-map-execute"
     assert command[command.index("--inputs") + 1] == f"{tmp_path}/inputs.pb"
     assert command[command.index("--output-prefix") + 1] == f"{tmp_path}/out/7"
