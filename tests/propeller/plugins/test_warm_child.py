@@ -1,6 +1,9 @@
-"""A worker's clean-up between attempts (plugins/warm/child.py) while another thread imports: flytekit's event
-loop thread lives on between attempts, and an attempt's end is reported before its clean-up runs, so a
-clean-up that fails there loses the next attempt handed to the worker (seen in flytekit's remote suite)."""
+"""A warm worker's own code (plugins/warm/child.py), tested in-process.
+
+Its clean-up between attempts while another thread imports: flytekit's event loop thread lives on between
+attempts, and an attempt's end is reported before its clean-up runs, so a clean-up that fails there loses
+the next attempt handed to the worker (seen in flytekit's remote suite). And what it keeps between a map
+task's items: the list of inputs they all read."""
 
 from __future__ import annotations
 
