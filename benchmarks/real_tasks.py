@@ -9,8 +9,9 @@ with CreateExecution. Times are the server's: an execution's created_at to its S
   same machine);
 - cache hit: a cached 1-task workflow run again with the same input: its node's QUEUED to SUCCEEDED.
 Baselines: flytekit's local execution of the same workflows (in this process), warm workers off, the
-peers' figures for the same two workflows when the peers section ran before (benchmarks/peers.py), and
-for the map task flytekit's own cost of its items without flytelite (benchmarks/map_floor.py).
+peers' figures for the same two workflows when the peers section ran before (benchmarks/peers.py),
+for the map task flytekit's own cost of its items without flytelite (benchmarks/map_floor.py), and for the
+chain and the map the same server with its home on tmpfs (what the disk's file creation costs).
 The goals are issue 16's (ahead of Prefect's and Dagster's figures measured on this machine).
 """
 
@@ -20,8 +21,9 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,8 +61,8 @@ class Measured:
         return [t / real_wfs.CHAIN - attempt for t in self.chain]
 
 
-def measure(folder: Path, config: str, runs: int, map_items: int, map_runs: int, latency_runs: int,
-            cache_runs: int) -> Measured:
+def measure(folder: Path, config: str, runs: int, map_items: int, map_runs: int, latency_runs: int = 0,
+            cache_runs: int = 0, chain_and_map_only: bool = False) -> Measured:
     m = Measured()
     with BenchServer(folder, config) as server:
         # The chain: pyflyte registers and runs it; further runs reuse its launch plan.
@@ -80,6 +82,8 @@ def measure(folder: Path, config: str, runs: int, map_items: int, map_runs: int,
             if i:
                 execution = server.wait(server.create(lp, {"xs": integers(list(range(map_items)))}), poll=0.1)
             m.map.append(execution_seconds(execution))
+        if chain_and_map_only:
+            return m
         m.hello, m.latency = _acceptance(server, latency_runs)
         m.miss, m.hit = _cache_hits(server, cache_runs)
         m.idle_cpu, m.idle_wakeups, m.idle_rss = _idle(server)
@@ -94,6 +98,15 @@ def map_floor_seconds(items: int) -> float:
     if out.returncode != 0:
         raise RuntimeError(f"benchmarks.map_floor failed:\n{out.stdout}\n{out.stderr}")
     return float(out.stdout.split()[-1])
+
+
+def _on_tmpfs(runs: int) -> Measured | None:
+    """The chain and the map with the server's home (its blob store, the attempts' folders and temp folders)
+    on tmpfs, when /dev/shm exists: what creating and deleting their files on the disk costs."""
+    if not Path("/dev/shm").is_dir():
+        return None
+    with tempfile.TemporaryDirectory(prefix="flytelite-bench-", dir="/dev/shm") as tmp:
+        return measure(Path(tmp), "", runs=runs, map_items=MAP_ITEMS, map_runs=runs, chain_and_map_only=True)
 
 
 IDLE_SECONDS = 10.0
@@ -179,6 +192,11 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
     local_map = [timed(lambda: real_wfs.real_map(xs=list(range(MAP_ITEMS)))) for _ in range(local_runs)]
     local_hello = [timed(lambda: local_pyflyte_run(root / "local", "hello.py", "hello_wf")) for _ in range(local_runs)]
     floor = [map_floor_seconds(MAP_ITEMS) for _ in range(local_runs)]
+    shm = _on_tmpfs(runs)
+
+    def on_tmpfs(values: Callable[[Measured], list[float]], unit: str) -> list[str]:
+        return [baseline("flytelite, home on tmpfs", values(shm), unit)] if shm is not None else []
+
     attempt, cold_attempt = statistics.median(warm.attempts), statistics.median(cold.attempts)
     cold_map_note = f"{COLD_MAP_ITEMS} items, not {MAP_ITEMS:,}: cold processes take ~1.6 s each"
     return [
@@ -186,10 +204,11 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
             goal="< 2 ms", note=f"chain time / 100 minus the median attempt ({attempt * 1000:.0f} ms, "
                                   "process start to exit seen)",
             baselines=[baseline("warm workers off", cold.overhead(), "ms",
-                                f"median attempt {cold_attempt * 1000:,.0f} ms")]).check("<", 0.002),
+                                f"median attempt {cold_attempt * 1000:,.0f} ms"),
+                       *on_tmpfs(Measured.overhead, "ms")]).check("<", 0.002),
         Row(f"real tasks: {real_wfs.CHAIN}-task chain", warm.chain, "s", goal="< 1.0 s",
             baselines=[baseline("flytekit local", local_chain, "s"),
-                       baseline("warm workers off", cold.chain, "s"),
+                       baseline("warm workers off", cold.chain, "s"), *on_tmpfs(lambda m: m.chain, "s"),
                        *[baseline(p.peer.title, p.chain, "s") for p in peers if not p.error]]).check("<", 1.0),
         Row(f"real tasks: {MAP_ITEMS:,}-item map_task", warm.map, "s", goal="< 2.0 s",
             baselines=[baseline("flytekit local", local_map, "s"),
@@ -197,6 +216,7 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
                                 f"items one after another in {os.cpu_count()} processes, each with a fresh "
                                 "import of the task's module"),
                        baseline("warm workers off", cold.map, "s", cold_map_note),
+                       *on_tmpfs(lambda m: m.map, "s"),
                        *[baseline(p.peer.title, p.fan_out, "s") for p in peers if not p.error]]).check("<", 2.0),
         Row("acceptance latency: CreateExecution to first node RUNNING", warm.latency, "ms", goal="< 50 ms",
             baselines=[baseline("warm workers off", cold.latency, "ms")]).check("<", 0.050),

@@ -138,7 +138,9 @@ How each row is measured (see the modules in benchmarks/ for the code):
   then run again with CreateExecution; times are the server's (execution created to SUCCEEDED). A task's
   run is its task execution's RUNNING to SUCCEEDED (process start until its exit was seen). With warm
   workers a map task's items run one after another in a few workers forked from the zygote (each item
-  with its own environment, folder, log and a fresh import of the task's code).
+  with its own environment, folder, log and a fresh import of the task's code). "home on tmpfs" runs the
+  chain and the map again on a server whose home (blob store, attempts' folders and temp folders) is in
+  /dev/shm: the difference is what creating and deleting their files costs on the disk.
 - *peers*: Prefect and Dagster at the versions pinned in benchmarks/peers.py, each installed once into a
   venv of its own outside the clone (FLYTELITE_BENCH_CACHE, else ~/.cache/flytelite-bench), running the
   real-task rows' two workflows as a script in that venv (benchmarks/peer_workflows/): a 100-task chain
