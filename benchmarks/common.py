@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import statistics
+import tempfile
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
 
 from flyteidl.admin import launch_plan_pb2, task_pb2
 from flyteidl.admin import workflow_pb2 as admin_workflow_pb2
@@ -60,6 +63,20 @@ def baseline(label: str, values: list[float], unit: str, note: str = "") -> str:
     median = statistics.median(values)
     extra = f", {note}" if note else ""
     return f"{label}: {fmt(median, unit)} ({len(values)} run{'s' if len(values) != 1 else ''}{extra})"
+
+
+T = TypeVar("T")
+TMPFS = Path("/dev/shm")
+TMPFS_BASELINE = "flytelite, home on tmpfs"
+
+
+def on_tmpfs(measure: Callable[[Path], T]) -> T | None:
+    """`measure` given an empty folder on tmpfs (/dev/shm), removed afterwards; None where there is none.
+    Measured again there, a row shows what creating and deleting flytelite's files costs on the disk."""
+    if not TMPFS.is_dir():
+        return None
+    with tempfile.TemporaryDirectory(prefix="flytelite-bench-", dir=TMPFS) as tmp:
+        return measure(Path(tmp))
 
 
 def timed(fn: Callable[[], object]) -> float:

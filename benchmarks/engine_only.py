@@ -20,6 +20,7 @@ from flyteidl.core import execution_pb2 as core_execution_pb2
 from flyteidl.core import identifier_pb2, literals_pb2
 from flyteidl.event import event_pb2
 
+from benchmarks import common
 from benchmarks.common import D, P, Row, baseline, integer, integers, register, timed
 from benchmarks.noop_plugin import NoopPlugin
 from benchmarks.workflows import engine_wfs
@@ -150,28 +151,26 @@ def engine_rows(root: Path, runs: int, local_runs: int) -> list[Row]:
     The same rows with flytelite's home on tmpfs (when /dev/shm exists) show what the disk costs.
     """
     rates, chains, maps = measure(root / "engine-home", runs)
-    shm = None
-    if Path("/dev/shm").is_dir():
-        with tempfile.TemporaryDirectory(prefix="flytelite-bench-", dir="/dev/shm") as tmp:
-            shm = measure(Path(tmp) / "home", runs)
+    shm = common.on_tmpfs(lambda tmp: measure(tmp / "home", runs))
     local_wide = [timed(lambda: engine_wfs.wide_wf(x=0)) for _ in range(local_runs)]
     local_chain = [timed(lambda: engine_wfs.chain_wf(x=0)) for _ in range(local_runs)]
     local_map = [timed(lambda: engine_wfs.map_wf(xs=list(range(MAP_ITEMS)))) for _ in range(local_runs)]
     # flytekit's local execution sends no events: its rate is nodes completed per second.
     local_rates = [engine_wfs.WIDE / s for s in local_wide]
 
-    def on_tmpfs(i: int, unit: str) -> list[str]:
-        return [baseline("flytelite, home on tmpfs", shm[i], unit)] if shm is not None else []
+    def tmpfs_baseline(i: int, unit: str) -> list[str]:
+        return [baseline(common.TMPFS_BASELINE, shm[i], unit)] if shm is not None else []
 
     return [
         Row(f"engine only: node transitions per second ({engine_wfs.WIDE:,}-node wide workflow)", rates, "/s",
             goal=">= 2,000 /s", note="node phase changes (NodeExecutionEvents applied by admin) / wall time",
-            baselines=[baseline("flytekit local, nodes run per second", local_rates, "/s"), *on_tmpfs(0, "/s")],
-            ).check(">=", 2000),
+            baselines=[baseline("flytekit local, nodes run per second", local_rates, "/s"),
+                       *tmpfs_baseline(0, "/s")]).check(">=", 2000),
         Row(f"engine only: {engine_wfs.CHAIN:,}-node chain", chains, "s", goal="< 2 s",
-            baselines=[baseline("flytekit local", local_chain, "s"), *on_tmpfs(1, "s")]).check("<", 2.0),
+            baselines=[baseline("flytekit local", local_chain, "s"), *tmpfs_baseline(1, "s")],
+            ).check("<", 2.0),
         Row(f"engine only: {MAP_ITEMS:,}-item map task", maps, "s", goal="< 10 s",
-            baselines=[baseline("flytekit local", local_map, "s"), *on_tmpfs(2, "s")]).check("<", 10.0),
+            baselines=[baseline("flytekit local", local_map, "s"), *tmpfs_baseline(2, "s")]).check("<", 10.0),
     ]
 
 

@@ -6,9 +6,9 @@ items, each given the whole ITEMS-long input list and its index, as a map task's
 split over PROCESSES processes (default: one per core) forked from this one after it imported flytekit;
 each runs its items one after another through flytekit's entrypoint, in-process: no server, no zygote, no
 folder, log or environment of an item's own. What every flytelite item gets anyway is kept: a fresh
-import of the task's module; sys.path and flytekit's contexts and registries put back between items; the
-input list parsed into flytekit's models once per process (all three as flytelite's workers do it, with
-their code).
+import of the task's module; flytekit's contexts and registries put back between items and the input list
+parsed into flytekit's models once per process (both with flytelite's worker code); sys.path put back
+between items (as flytelite's workers do).
 Every item's output is read back and checked.
 """
 

@@ -21,7 +21,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from pathlib import Path
 
 from flyteidl.core import catalog_pb2, literals_pb2
 
-from benchmarks.common import Row, baseline, integer, integers, timed
+from benchmarks.common import TMPFS_BASELINE, Row, baseline, integer, integers, on_tmpfs, timed
 from benchmarks.peers import PeerResult
 from benchmarks.server_client import BenchServer, execution_seconds, local_pyflyte_run, seconds
 from benchmarks.workflows import real_wfs
@@ -98,15 +97,6 @@ def map_floor_seconds(items: int) -> float:
     if out.returncode != 0:
         raise RuntimeError(f"benchmarks.map_floor failed:\n{out.stdout}\n{out.stderr}")
     return float(out.stdout.split()[-1])
-
-
-def _on_tmpfs(runs: int) -> Measured | None:
-    """The chain and the map with the server's home (its blob store, the attempts' folders and temp folders)
-    on tmpfs, when /dev/shm exists: what creating and deleting their files on the disk costs."""
-    if not Path("/dev/shm").is_dir():
-        return None
-    with tempfile.TemporaryDirectory(prefix="flytelite-bench-", dir="/dev/shm") as tmp:
-        return measure(Path(tmp), "", runs=runs, map_items=MAP_ITEMS, map_runs=runs, chain_and_map_only=True)
 
 
 IDLE_SECONDS = 10.0
@@ -192,10 +182,12 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
     local_map = [timed(lambda: real_wfs.real_map(xs=list(range(MAP_ITEMS)))) for _ in range(local_runs)]
     local_hello = [timed(lambda: local_pyflyte_run(root / "local", "hello.py", "hello_wf")) for _ in range(local_runs)]
     floor = [map_floor_seconds(MAP_ITEMS) for _ in range(local_runs)]
-    shm = _on_tmpfs(runs)
+    # The chain and the map again, the server's home (blobs, attempts' folders and temp folders) on tmpfs.
+    shm = on_tmpfs(lambda tmp: measure(tmp, "", runs=runs, map_items=MAP_ITEMS, map_runs=runs,
+                                       chain_and_map_only=True))
 
-    def on_tmpfs(values: Callable[[Measured], list[float]], unit: str) -> list[str]:
-        return [baseline("flytelite, home on tmpfs", values(shm), unit)] if shm is not None else []
+    def tmpfs_baseline(values: Callable[[Measured], list[float]], unit: str) -> list[str]:
+        return [baseline(TMPFS_BASELINE, values(shm), unit)] if shm is not None else []
 
     attempt, cold_attempt = statistics.median(warm.attempts), statistics.median(cold.attempts)
     cold_map_note = f"{COLD_MAP_ITEMS} items, not {MAP_ITEMS:,}: cold processes take ~1.6 s each"
@@ -205,10 +197,10 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
                                   "process start to exit seen)",
             baselines=[baseline("warm workers off", cold.overhead(), "ms",
                                 f"median attempt {cold_attempt * 1000:,.0f} ms"),
-                       *on_tmpfs(Measured.overhead, "ms")]).check("<", 0.002),
+                       *tmpfs_baseline(Measured.overhead, "ms")]).check("<", 0.002),
         Row(f"real tasks: {real_wfs.CHAIN}-task chain", warm.chain, "s", goal="< 1.0 s",
             baselines=[baseline("flytekit local", local_chain, "s"),
-                       baseline("warm workers off", cold.chain, "s"), *on_tmpfs(lambda m: m.chain, "s"),
+                       baseline("warm workers off", cold.chain, "s"), *tmpfs_baseline(lambda m: m.chain, "s"),
                        *[baseline(p.peer.title, p.chain, "s") for p in peers if not p.error]]).check("<", 1.0),
         Row(f"real tasks: {MAP_ITEMS:,}-item map_task", warm.map, "s", goal="< 2.0 s",
             baselines=[baseline("flytekit local", local_map, "s"),
@@ -216,7 +208,7 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
                                 f"items one after another in {os.cpu_count()} processes, each with a fresh "
                                 "import of the task's module"),
                        baseline("warm workers off", cold.map, "s", cold_map_note),
-                       *on_tmpfs(lambda m: m.map, "s"),
+                       *tmpfs_baseline(lambda m: m.map, "s"),
                        *[baseline(p.peer.title, p.fan_out, "s") for p in peers if not p.error]]).check("<", 2.0),
         Row("acceptance latency: CreateExecution to first node RUNNING", warm.latency, "ms", goal="< 50 ms",
             baselines=[baseline("warm workers off", cold.latency, "ms")]).check("<", 0.050),
