@@ -1,8 +1,7 @@
 """Peer rows: Prefect and Dagster running the real-task rows' two workflows, measured in the same run.
 
-Each peer gets a venv of its own, created once with the version pinned in PEERS and cached outside the
-clone (FLYTELITE_BENCH_CACHE, else ~/.cache/flytelite-bench, under venvs/<peer>); its script in
-benchmarks/peer_workflows/ runs there as a subprocess and prints its timings as JSON after checking every
+Each peer gets a venv of its own (benchmarks/venvs.py), created once with the version pinned in PEERS; its
+script in benchmarks/peer_workflows/ runs there as a subprocess and prints its timings as JSON after checking every
 result (the chain returns 100, the fan-out the list of x + 1), so a broken run cannot report a time.
 A peer that cannot be installed or run gives a row saying why, never a number. This module must never
 install anything into flytelite's own venv or inside the clone.
@@ -11,18 +10,15 @@ install anything into flytelite's own venv or inside the clone.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.common import Row
 from benchmarks.peer_workflows.timing import CHAIN, FAN_OUT
+from benchmarks.venvs import Unavailable, clean_env, ensure_venv, tail
 
 SCRIPTS = Path(__file__).parent / "peer_workflows"
-INSTALL_TIMEOUT = 1800.0
 RUN_TIMEOUT = 1800.0
 
 
@@ -60,65 +56,16 @@ class PeerResult:
     error: str = ""
 
 
-class PeerUnavailable(Exception):
-    """The peer could not be installed or its script failed; the message says why."""
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("FLYTELITE_BENCH_CACHE") or Path.home() / ".cache" / "flytelite-bench")
-
-
-def _tail(text: str) -> str:
-    """The last error-looking line of a failed command's output, else its last line."""
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()] or ["(no output)"]
-    return next((line for line in reversed(lines) if "Error" in line or "error:" in line), lines[-1])
-
-
-def _clean_env() -> dict[str, str]:
-    """This environment without what would point a peer's interpreter at flytelite's venv or checkout."""
-    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-
-
-def _installed_version(python: Path, package: str) -> str | None:
-    if not python.exists():
-        return None
-    done = subprocess.run([str(python), "-c", f"import importlib.metadata as m; print(m.version({package!r}))"],
-                          capture_output=True, text=True, env=_clean_env())
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
-def ensure_venv(peer: Peer) -> Path:
-    """The interpreter of the peer's venv, created (or re-created for another pin) when needed."""
-    venv = cache_dir() / "venvs" / peer.package
-    python = venv / "bin" / "python"
-    if _installed_version(python, peer.package) == peer.version:
-        return python
-    print(f"benchmark: installing {peer.package}=={peer.version} into {venv} (once) ...", file=sys.stderr, flush=True)
-    shutil.rmtree(venv, ignore_errors=True)
-    pip = [str(python), "-m", "pip", "install", "-q"]
-    steps = {"python -m venv": [sys.executable, "-m", "venv", str(venv)],
-             "pip install --upgrade pip": [*pip, "--upgrade", "pip"],
-             f"pip install {peer.package}=={peer.version}": [*pip, f"{peer.package}=={peer.version}"]}
-    for what, argv in steps.items():
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, env=_clean_env(), timeout=INSTALL_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            raise PeerUnavailable(f"`{what}` took over {INSTALL_TIMEOUT:.0f} s") from None
-        if done.returncode != 0:
-            raise PeerUnavailable(f"`{what}` failed (exit {done.returncode}): {_tail(done.stderr or done.stdout)}")
-    return python
-
-
 def run_peer(peer: Peer, root: Path, runs: int) -> PeerResult:
     """Install the peer if needed and time its two workflows `runs` times each (after a warm-up run)."""
     try:
-        python = ensure_venv(peer)
+        python = ensure_venv(peer.package, peer.version) / "python"
         folder = root / peer.package
         (folder / "home").mkdir(parents=True, exist_ok=True)
         # Prefect keeps its profile and its temporary server's database under PREFECT_HOME; analytics off, so
         # nothing leaves the machine; its server's start (in the untimed warm-up) may take more than Prefect's
         # 20 s on a busy machine. Dagster without DAGSTER_HOME uses an ephemeral instance in memory.
-        env = {k: v for k, v in _clean_env().items() if k != "DAGSTER_HOME"}
+        env = {k: v for k, v in clean_env().items() if k != "DAGSTER_HOME"}
         env.update(PREFECT_HOME=str(folder / "home"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
                    PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="180")
         log = folder / "output.log"
@@ -127,14 +74,14 @@ def run_peer(peer: Peer, root: Path, runs: int) -> PeerResult:
                 done = subprocess.run([str(python), str(SCRIPTS / peer.script), str(runs)], cwd=folder, env=env,
                                       stdout=subprocess.PIPE, stderr=stderr, text=True, timeout=RUN_TIMEOUT)
             except subprocess.TimeoutExpired:
-                raise PeerUnavailable(f"{peer.script} took over {RUN_TIMEOUT:.0f} s") from None
+                raise Unavailable(f"{peer.script} took over {RUN_TIMEOUT:.0f} s") from None
         if done.returncode != 0:
-            raise PeerUnavailable(f"{peer.script} failed (exit {done.returncode}): {_tail(log.read_text())}")
+            raise Unavailable(f"{peer.script} failed (exit {done.returncode}): {tail(log.read_text())}")
         timings = json.loads(done.stdout.strip().splitlines()[-1])
         if timings["version"] != peer.version:
-            raise PeerUnavailable(f"{peer.script} ran {peer.package} {timings['version']}, not {peer.version}")
+            raise Unavailable(f"{peer.script} ran {peer.package} {timings['version']}, not {peer.version}")
         return PeerResult(peer, chain=timings["chain"], fan_out=timings["fan_out"])
-    except (PeerUnavailable, OSError, ValueError, KeyError, IndexError) as e:
+    except (Unavailable, OSError, ValueError, KeyError, IndexError) as e:
         return PeerResult(peer, error=str(e) or type(e).__name__)
 
 

@@ -19,6 +19,7 @@ from flyteidl.service import admin_pb2_grpc
 
 from benchmarks.common import D, P
 from benchmarks.noop_server import MODULE as NOOP_SERVER
+from benchmarks.venvs import clean_env
 from flytelite.testing import RunningServer, make_server
 
 HERE = Path(__file__).parent
@@ -72,11 +73,12 @@ class BenchServer:
         raise RuntimeError(f"no VmHWM in /proc/{self.pid}/status")
 
     # -- launching ----------------------------------------------------------------------------
-    def pyflyte_run(self, file: str, workflow: str, *args: str) -> str:
-        """`pyflyte run --remote` (fast registration, then CreateExecution): the execution's name."""
-        out = subprocess.run([PYFLYTE, "--config", str(self.server.config_path), "run", "--remote", file, workflow,
-                              *args], cwd=self.workflows, env=self.server.client_env(), capture_output=True,
-                             text=True)
+    def pyflyte_run(self, file: str, workflow: str, *args: str, client: Path | None = None) -> str:
+        """`pyflyte run --remote` (fast registration, then CreateExecution): the execution's name. `client` is
+        the bin folder of another venv to run pyflyte from (see client_env), else flytelite's venv's."""
+        out = subprocess.run([pyflyte(client), "--config", str(self.server.config_path), "run", "--remote", file,
+                              workflow, *args], cwd=self.workflows, env=client_env(client, self.server.client_env()),
+                             capture_output=True, text=True)
         if out.returncode != 0:
             raise RuntimeError(f"pyflyte run {workflow} failed:\n{out.stdout}\n{out.stderr}")
         return URL.search(out.stdout + out.stderr).group(1)
@@ -144,11 +146,20 @@ def now() -> float:
     return datetime.now(timezone.utc).timestamp()
 
 
-def local_pyflyte_run(folder: Path, file: str, workflow: str, *args: str) -> None:
+def pyflyte(client: Path | None) -> str:
+    return str(client / "pyflyte") if client is not None else PYFLYTE
+
+
+def client_env(client: Path | None, env: dict[str, str]) -> dict[str, str]:
+    return env if client is None else clean_env(env)
+
+
+def local_pyflyte_run(folder: Path, file: str, workflow: str, *args: str, client: Path | None = None) -> None:
     """`pyflyte run` without --remote (flytekit's local execution, in a process of its own) of a workflow file
     of benchmarks/workflows, copied into `folder`: what `pyflyte run --remote` is compared with."""
     if not folder.exists():
         shutil.copytree(HERE / "workflows", folder, ignore=shutil.ignore_patterns("__pycache__"))
-    out = subprocess.run([PYFLYTE, "run", file, workflow, *args], cwd=folder, capture_output=True, text=True)
+    out = subprocess.run([pyflyte(client), "run", file, workflow, *args], cwd=folder,
+                         env=client_env(client, dict(os.environ)), capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"pyflyte run {workflow} (local) failed:\n{out.stdout}\n{out.stderr}")
