@@ -141,11 +141,11 @@ How each row is measured (see the modules in benchmarks/ for the code):
   with its own environment, folder, log and a fresh import of the task's code). "home on tmpfs" runs the
   chain and the map again on a server whose home (blob store, attempts' folders and temp folders) is in
   /dev/shm: the difference is what creating and deleting their files costs on the disk. Hello world is
-  timed by the client (`pyflyte run --remote` started to the execution seen SUCCEEDED, polled every 20 ms)
-  against `pyflyte run` of the same file, both from a venv holding flytekit alone (installed once, as the
-  peers are): flytelite's own venv holds the test suite's pandas and pyarrow, which flytekit's packaging
-  (`--copy auto` reads every loaded module's file, which imports the packages flytekit loads lazily) imports
-  in the remote run only; that venv's figures are the row's baselines.
+  timed by the client (`pyflyte run --remote` started to the execution seen SUCCEEDED, polled every 20 ms),
+  each run followed by `pyflyte run` of the same file, both from a venv holding flytekit alone (installed
+  once, as the peers are): flytelite's own venv holds the test suite's pandas and pyarrow, which
+  flytekit's packaging (`--copy auto` reads every loaded module's file, which imports the packages
+  flytekit loads lazily) imports in the remote run only; that venv's figures are the row's baselines.
 - *peers*: Prefect and Dagster at the versions pinned in benchmarks/peers.py, each installed once into a
   venv of its own outside the clone (FLYTELITE_BENCH_CACHE, else ~/.cache/flytelite-bench), running the
   real-task rows' two workflows as a script in that venv (benchmarks/peer_workflows/): a 100-task chain
