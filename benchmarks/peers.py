@@ -1,8 +1,9 @@
 """Peer rows: Prefect and Dagster running the real-task rows' two workflows, measured in the same run.
 
 Each peer gets a venv of its own (benchmarks/venvs.py), created once with the version pinned in PEERS; its
-script in benchmarks/peer_workflows/ runs there as a subprocess and prints its timings as JSON after checking every
-result (the chain returns 100, the fan-out the list of x + 1), so a broken run cannot report a time.
+script in benchmarks/peer_workflows/ runs there as a subprocess and prints its timings as JSON after
+checking every result (the chain returns 100, the fan-out the list of x + 1), so a broken run cannot report
+a time.
 A peer that cannot be installed or run gives a row saying why, never a number. This module must never
 install anything into flytelite's own venv or inside the clone.
 """
