@@ -54,7 +54,7 @@ class Measured:
     hit: list[float] = field(default_factory=list)
     miss: list[float] = field(default_factory=list)
     # Hello world's `pyflyte run --remote` and, each right after one of them, `pyflyte run` (local); then the
-    # same from flytelite's own venv, when those used a client venv (real_rows).
+    # same from flytelite's own venv, when asked for (real_rows: the warm server's, beside a client venv's).
     hello: list[float] = field(default_factory=list)
     hello_local: list[float] = field(default_factory=list)
     hello_dev: list[float] = field(default_factory=list)
@@ -71,9 +71,10 @@ class Measured:
 
 
 def measure(folder: Path, config: str, runs: int, map_items: int, map_runs: int, latency_runs: int = 0,
-            cache_runs: int = 0, chain_and_map_only: bool = False, client: Path | None = None) -> Measured:
+            cache_runs: int = 0, chain_and_map_only: bool = False, client: Path | None = None,
+            hello_from_own_venv: bool = False) -> Measured:
     """The rows' measurements on one server; `client` is the bin folder of the venv hello world's pyflyte
-    runs from (see real_rows), else flytelite's venv."""
+    runs from (see real_rows), else flytelite's venv, from which `hello_from_own_venv` runs it again."""
     m = Measured()
     with BenchServer(folder, config) as server:
         # The chain: pyflyte registers and runs it; further runs reuse its launch plan.
@@ -96,7 +97,7 @@ def measure(folder: Path, config: str, runs: int, map_items: int, map_runs: int,
         if chain_and_map_only:
             return m
         m.hello, m.hello_local, lp = _hello(server, client, folder / "local")
-        if client is not None:
+        if hello_from_own_venv:
             m.hello_dev, m.hello_dev_local, _ = _hello(server, None, folder / "local")
         m.latency = _latencies(server, lp, latency_runs)
         m.miss, m.hit = _cache_hits(server, cache_runs)
@@ -209,7 +210,7 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
     """The real-task rows; `peers` (measured earlier in the run) add their chain and fan-out as baselines."""
     client, client_note = _client()
     warm = measure(root / "warm", "", runs=runs, map_items=MAP_ITEMS, map_runs=runs, latency_runs=10,
-                   cache_runs=5, client=client)
+                   cache_runs=5, client=client, hello_from_own_venv=client is not None)
     cold = measure(root / "cold", WARM_OFF, runs=1, map_items=COLD_MAP_ITEMS, map_runs=1, latency_runs=3,
                    cache_runs=1, client=client)
     local_chain = [timed(lambda: real_wfs.real_chain(x=0)) for _ in range(local_runs)]
