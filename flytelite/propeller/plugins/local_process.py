@@ -118,7 +118,8 @@ class LocalProcessPlugin(Plugin):
         self._children: dict[str, subprocess.Popen | WarmAttempt] = {}
         engine = ctx.config.engine
         # Attempts forked from a zygote when they can be (see plugins/warm); the others run cold.
-        self.warm = (WarmPool(ctx.config.logs_dir, engine.warm_start_seconds, size=engine.warm_pool_size)
+        self.warm = (WarmPool(ctx.config.logs_dir, engine.warm_start_seconds, size=engine.warm_pool_size,
+                              queue_seconds=engine.warm_queue_seconds)
                      if engine.warm_workers else None)
         # Finished attempts' folders are moved into the trash folder, which one thread at the lowest CPU
         # priority empties; what is left when the server stops is deleted after its next start.

@@ -7,8 +7,11 @@ compares what admin would see, plus what each item could observe of its process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 from flyteidl.core import literals_pb2
@@ -159,6 +162,80 @@ def test_a_kill_reaches_the_item_a_worker_runs(tmp_path):
         pool.close()
 
 
+@contextlib.contextmanager
+def _busy_processor():
+    """A process that keeps one processor busy (the real load the zygote looks at)."""
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield
+    finally:
+        burner.kill()
+        burner.wait()
+
+
+def _launch_item(pool: WarmPool, tmp_path, name: str, seconds: float):
+    argv, cwd, log = _item_request(tmp_path, name, "nap", {"seconds": seconds})
+    return pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, group="siblings")
+
+
+def test_while_the_processors_are_busy_an_item_waits_for_its_groups_busy_worker_rather_than_a_new_process(tmp_path):
+    pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=1)
+    try:
+        with _busy_processor():
+            first = _launch_item(pool, tmp_path, "a", 2.0)
+            # Blocks until the first item's worker took this one (Started comes only then).
+            second = _launch_item(pool, tmp_path, "b", 0.0)
+            assert _exited(first) and first.returncode == 0
+            assert second.reused and second.pid == first.pid
+            asyncio.run(h.wait_for(lambda: _exited(second)))
+        assert second.returncode == 0
+        assert (tmp_path / "b" / "out" / "outputs.pb").exists()
+    finally:
+        pool.close()
+
+
+def test_an_item_waits_for_a_busy_worker_no_longer_than_the_queue_seconds(tmp_path):
+    pool = WarmPool(tmp_path / "logs", queue_seconds=0.5, processors=1)
+    try:
+        with _busy_processor():
+            first = _launch_item(pool, tmp_path, "a", 60.0)
+            second = _launch_item(pool, tmp_path, "b", 0.0)
+            assert not second.reused and second.pid != first.pid
+            assert not _exited(first)  # started beside the first, not after it
+            asyncio.run(h.wait_for(lambda: _exited(second)))
+        assert second.returncode == 0
+        assert first.kill(signal.SIGTERM)
+        asyncio.run(h.wait_for(lambda: _exited(first)))
+    finally:
+        pool.close()
+
+
+def test_with_processors_to_spare_an_item_gets_a_process_of_its_own_at_once(tmp_path):
+    pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=4096)
+    try:
+        first = _launch_item(pool, tmp_path, "a", 60.0)
+        second = _launch_item(pool, tmp_path, "b", 0.0)
+        assert not second.reused and not _exited(first)
+        asyncio.run(h.wait_for(lambda: _exited(second)))
+        assert second.returncode == 0
+        assert first.kill(signal.SIGTERM)
+        asyncio.run(h.wait_for(lambda: _exited(first)))
+    finally:
+        pool.close()
+
+
+def test_a_map_task_runs_with_warm_queue_seconds_on_while_the_processors_are_busy(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    with _busy_processor(), _busy_processor():
+        ctx, key, sink, status, _ = run_workflow(tmp_path / "map", wt.timed_items_wf,
+                                                 {"xs": [0, 1, 2, 3, 4], "marker_dir": str(marks)}, "queued",
+                                                 warm_queue_seconds=60.0)
+    assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
+    assert h.outputs(ctx, key) == {"o0": [0, 1, 2, 3, 4]}
+    assert len(_spans(marks)) == 5
+
+
 def test_an_item_running_in_a_reused_worker_outlives_the_engine_and_a_new_engine_adopts_it(tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()
@@ -206,6 +283,15 @@ def test_warm_pool_size_is_read_from_the_config_and_cannot_be_negative(tmp_path)
     assert Config().engine.warm_pool_size == 0  # no limit by default
     with pytest.raises(ValueError, match="warm_pool_size must be 0 \\(no limit\\) or more, not -1"):
         EngineConfig(warm_pool_size=-1)
+
+
+def test_warm_queue_seconds_is_read_from_the_config_off_by_default_and_cannot_be_negative(tmp_path):
+    path = tmp_path / "flytelite.yaml"
+    path.write_text("engine:\n  warm_queue_seconds: 0.05\n")
+    assert Config.load(path).engine.warm_queue_seconds == 0.05
+    assert Config().engine.warm_queue_seconds == 0.0
+    with pytest.raises(ValueError, match="warm_queue_seconds must be 0 \\(off\\) or more, not -1"):
+        EngineConfig(warm_queue_seconds=-1)
 
 
 def test_with_a_pool_of_one_warm_attempts_wait_for_the_slot_in_queued(tmp_path):

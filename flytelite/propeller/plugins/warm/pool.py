@@ -55,7 +55,8 @@ _PER_ATTEMPT_FLAGS = _PER_ITEM_FLAGS | {"--inputs"}
 WORKER_IDLE_SECONDS = 5.0
 # A zygote that failed to start is not tried again for this long.
 RETRY_BROKEN_SECONDS = 60.0
-# The zygote answers a fork request at once; no answer in this time means it is wedged.
+# The zygote answers a fork request at once (or within its queue seconds); no answer in this time means it
+# is wedged.
 FORK_ANSWER_SECONDS = 30.0
 
 
@@ -175,7 +176,8 @@ class ZygoteHandle:
     """The server's handle on one zygote process (zygote.py's Zygote): it starts it, sends it requests, and its
     reader thread turns the zygote's messages into attempt news."""
 
-    def __init__(self, interpreter: str, log_path: Path, worker_idle_seconds: float = WORKER_IDLE_SECONDS):
+    def __init__(self, interpreter: str, log_path: Path, worker_idle_seconds: float = WORKER_IDLE_SECONDS,
+                 queue_seconds: float = 0.0, processors: int = 0):
         self.interpreter = interpreter
         self.env = task_process_env(dict(os.environ, PYTHONUNBUFFERED="1"))
         self.ready = threading.Event()
@@ -198,7 +200,8 @@ class ZygoteHandle:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab", buffering=0) as out:
             self.proc = subprocess.Popen(
-                [interpreter, ZYGOTE_SCRIPT, str(theirs.fileno()), str(worker_idle_seconds)], env=self.env,
+                [interpreter, ZYGOTE_SCRIPT, str(theirs.fileno()), str(worker_idle_seconds), str(queue_seconds),
+                 str(processors)], env=self.env,
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),),
                 start_new_session=True, cwd=str(log_path.parent),
             )
@@ -332,10 +335,14 @@ class WarmPool:
     """Zygotes by interpreter, started on first use (or by prestart) and again after they die."""
 
     def __init__(self, logs_dir: Path, ready_seconds: float = 60.0, worker_idle_seconds: float = WORKER_IDLE_SECONDS,
-                 size: int = 0):
+                 size: int = 0, queue_seconds: float = 0.0, processors: int = 0):
         self.logs_dir = logs_dir
         self.ready_seconds = ready_seconds
         self.worker_idle_seconds = worker_idle_seconds
+        # How long an attempt may wait for a busy worker of its group, and against how many processors
+        # "busy" is counted (0: those the zygote may run on); see zygote.py.
+        self.queue_seconds = queue_seconds
+        self.processors = processors
         # At most this many attempts run warm at once (0: no limit); those that find no slot wait for one.
         self.size = size
         self._running = 0
@@ -441,7 +448,7 @@ class WarmPool:
                             zygote.proc.returncode)
             try:
                 zygote = ZygoteHandle(interpreter, self.logs_dir / "zygotes" / f"{_safe(interpreter)}.log",
-                                self.worker_idle_seconds)
+                                      self.worker_idle_seconds, self.queue_seconds, self.processors)
             except OSError as e:
                 log.warning("could not start a zygote for %s (%s): its tasks run cold", interpreter, e)
                 self._broken[interpreter] = time.monotonic() + RETRY_BROKEN_SECONDS

@@ -1,11 +1,24 @@
 """The zygote: a pre-imported, thread-free Python process that forks the processes task attempts run in.
 
-Run as a script by a task environment's interpreter (`python zygote.py <fd> <worker idle seconds>`),
+Run as a script by a task environment's interpreter
+(`python zygote.py <fd> <worker idle seconds> <queue seconds> <processors>`),
 so it needs only the standard library and flytekit, never flytelite. It imports
 `flytekit.bin.entrypoint` once and forks one child per attempt (child.py says what a child does).
 Requests with the same "group" (a map task's items; the tasks of one code version) are served by
 workers: a child that ran one and ended it cleanly waits for the next; a worker idle for the given seconds is
-retired. The zygote must never start threads, open gRPC channels, do flytekit I/O or import user
+retired.
+
+While the processors are all busy and the group has at least as many workers running items as there are
+processors, a request waits (up to <queue seconds>) for one of those workers to finish its item instead of
+getting a new process: many more processes than processors running short Python items took each item
+about twice the CPU time (a process switched to finds the caches cold), and the worker that finishes takes
+the waiting request at once, without a round trip to the server. "Busy" is the kernel's count of runnable
+threads besides the zygote (procs_running) against <processors> (0: the processors the zygote may run on).
+A request still waiting at its deadline gets a process of its own, so a group's long or sleeping attempts
+delay a sibling by <queue seconds> at most (and not at all while processors are idle). A waiting attempt
+has not started: the server hears of it (Started) only once it runs, and a zygote that exits (the server
+is gone) drops what waits, which a restarted server starts again.
+The zygote must never start threads, open gRPC channels, do flytekit I/O or import user
 code: all of that would be shared by (or broken in) every child.
 
 What the zygote imported (and flytekit decided at import: `lazy_module` placeholders for packages it
@@ -95,9 +108,14 @@ class Worker:
 
 
 class Zygote:
-    def __init__(self, sock: socket.socket, worker_idle_seconds: float):
+    def __init__(self, sock: socket.socket, worker_idle_seconds: float, queue_seconds: float = 0.0,
+                 processors: int = 0):
         self.sock = sock
         self.worker_idle_seconds = worker_idle_seconds
+        self.queue_seconds = queue_seconds
+        self.processors = processors or len(os.sched_getaffinity(0))
+        # Requests waiting for a busy worker of their group, in arrival order: (deadline, request).
+        self.queue: list[tuple[float, messages.Run]] = []
         self.lines = messages.Lines()
         # Unreaped children: pid -> the request id running in it (None: an idle or retired worker).
         self.running: dict[int, int | None] = {}
@@ -123,7 +141,7 @@ class Zygote:
         self.send(messages.Ready(pid=os.getpid(), flytekit=flytekit.__version__, flytekit_file=flytekit.__file__,
                                  python=sys.version, threads=_native_threads(), site_dirs=SITE_DIRS))
         while not (self.draining and not self.running):
-            for key, _ in self.selector.select(self.idle_timeout()):
+            for key, _ in self.selector.select(self.timeout()):
                 if key.data == "sigchld":
                     try:
                         os.read(self.wake_r, 4096)
@@ -135,6 +153,7 @@ class Zygote:
                         return
                 else:
                     self.read_worker(key.data)
+            self.fork_overdue()
             self.retire_idle()
 
     def read_requests(self) -> bool:
@@ -146,6 +165,7 @@ class Zygote:
                 self.run(request)
             elif isinstance(request, messages.Drain):
                 self.draining = True
+                self.fork_overdue(everything=True)  # accepted before the drain: they run, as they would have
             elif isinstance(request, messages.Kill) and request.pid in self.running:
                 # Only an unreaped child (its pid cannot have been given to another process), and only while
                 # it still runs that attempt (a worker may have gone on to a sibling item).
@@ -158,8 +178,44 @@ class Zygote:
         worker = self.idle_worker(group) if group else None
         if worker is not None:
             self.hand_over(worker, request)
+        elif (group and self.queue_seconds > 0 and self.busy_workers(group) >= self.processors
+              and self.processors_busy()):
+            self.queue.append((time.monotonic() + self.queue_seconds, request))
         else:
             self.fork(request, group)
+
+    def busy_workers(self, group: str) -> int:
+        """The group's workers running an item (each will take the next waiting request when done)."""
+        return sum(1 for w in self.workers.values()
+                   if w.group == group and w.sock is not None and self.running.get(w.pid) is not None)
+
+    def processors_busy(self) -> bool:
+        """Whether at least as many threads besides this one are runnable as there are processors."""
+        try:
+            with open("/proc/stat", "rb") as f:
+                for line in f:
+                    if line.startswith(b"procs_running "):
+                        return int(line.split()[1]) - 1 >= self.processors
+        except (OSError, ValueError):
+            pass
+        return False
+
+    def take_queued(self, worker: Worker) -> None:
+        """Hand an idle worker the oldest request of its group waiting for one."""
+        for i, (_, request) in enumerate(self.queue):
+            if request.group == worker.group:
+                del self.queue[i]
+                self.hand_over(worker, request)
+                return
+
+    def fork_overdue(self, everything: bool = False) -> None:
+        """Requests that waited their time (or all of them) get processes of their own."""
+        now = time.monotonic()
+        overdue = [r for deadline, r in self.queue if everything or deadline <= now]
+        if overdue:
+            self.queue = [(d, r) for d, r in self.queue if not (everything or d <= now)]
+        for request in overdue:
+            self.fork(request, request.group)
 
     def idle_worker(self, group: str) -> Worker | None:
         for worker in self.workers.values():
@@ -255,14 +311,17 @@ class Zygote:
                 self.running[worker.pid] = None
                 worker.idle_since = time.monotonic()
                 self.send(messages.Exit(pid=worker.pid, code=0))
+                self.take_queued(worker)
 
     def idle(self, worker: Worker) -> bool:
         """Waiting for an item: not retired, and not running one."""
         return worker.sock is not None and self.running.get(worker.pid) is None
 
-    def idle_timeout(self) -> float | None:
-        idle = [w.idle_since for w in self.workers.values() if self.idle(w)]
-        return max(0.0, min(idle) + self.worker_idle_seconds - time.monotonic()) if idle else None
+    def timeout(self) -> float | None:
+        """Until the next idle worker's retirement or waiting request's deadline (None: no such thing)."""
+        due = [w.idle_since + self.worker_idle_seconds for w in self.workers.values() if self.idle(w)]
+        due += [deadline for deadline, _ in self.queue[:1]]  # the oldest is due first
+        return max(0.0, min(due) - time.monotonic()) if due else None
 
     def retire_idle(self) -> None:
         now = time.monotonic()
@@ -323,7 +382,7 @@ def _warm_caches() -> None:
 
 def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
-    zygote = Zygote(sock, float(sys.argv[2]))
+    zygote = Zygote(sock, float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]))
     _warm_caches()
     # What children inherit from the zygote should not be scanned or copied by each child's collector.
     gc.collect()
