@@ -14,7 +14,8 @@ with CreateExecution. Times are the server's: an execution's created_at to its S
 Baselines: flytekit's local execution of the same workflows (in this process), warm workers off, the
 peers' figures for the same two workflows when the peers section ran before (benchmarks/peers.py),
 for the map task flytekit's own cost of its items without flytelite (benchmarks/map_floor.py), and for the
-chain and the map the same server with its home on tmpfs (what the disk's file creation costs).
+chain and the map the same server with its home on tmpfs (what the disk's file creation costs), and for the
+map a server with engine.warm_queue_seconds on (off by default), on the disk and on tmpfs.
 The goals are issue 16's (ahead of Prefect's and Dagster's figures measured on this machine).
 """
 
@@ -39,6 +40,8 @@ from benchmarks.venvs import Unavailable, ensure_venv
 from benchmarks.workflows import real_wfs
 
 WARM_OFF = "engine:\n  warm_workers: false\n"
+QUEUE_SECONDS = 0.05
+QUEUE_ON = f"engine:\n  warm_queue_seconds: {QUEUE_SECONDS}\n"
 MAP_ITEMS = 1000
 COLD_MAP_ITEMS = 100
 
@@ -220,8 +223,17 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
     shm = on_tmpfs(lambda tmp: measure(tmp, "", runs=runs, map_items=MAP_ITEMS, map_runs=runs,
                                        chain_and_map_only=True))
 
+    # The map again with attempts waiting for their group's busy workers while the processors are busy.
+    queued = [measure(root / "queued", QUEUE_ON, runs=runs, map_items=MAP_ITEMS, map_runs=runs,
+                      chain_and_map_only=True),
+              on_tmpfs(lambda tmp: measure(tmp, QUEUE_ON, runs=runs, map_items=MAP_ITEMS, map_runs=runs,
+                                           chain_and_map_only=True))]
+
     def tmpfs_baseline(values: Callable[[Measured], list[float]], unit: str) -> list[str]:
         return [baseline(TMPFS_BASELINE, values(shm), unit)] if shm is not None else []
+
+    queue_baselines = [baseline(f"engine.warm_queue_seconds: {QUEUE_SECONDS}{where}", m.map, "s")
+                       for m, where in zip(queued, ("", ", home on tmpfs"), strict=True) if m is not None]
 
     attempt, cold_attempt = statistics.median(warm.attempts), statistics.median(cold.attempts)
     cold_map_note = f"{COLD_MAP_ITEMS} items, not {MAP_ITEMS:,}: cold processes take ~1.6 s each"
@@ -251,7 +263,7 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
                                 f"items one after another in {os.cpu_count()} processes, each with a fresh "
                                 "import of the task's module"),
                        baseline("warm workers off", cold.map, "s", cold_map_note),
-                       *tmpfs_baseline(lambda m: m.map, "s"),
+                       *tmpfs_baseline(lambda m: m.map, "s"), *queue_baselines,
                        *[baseline(p.peer.title, p.fan_out, "s") for p in peers if not p.error]]).check("<", 2.0),
         Row("acceptance latency: CreateExecution to first node RUNNING", warm.latency, "ms", goal="< 50 ms",
             baselines=[baseline("warm workers off", cold.latency, "ms")]).check("<", 0.050),
