@@ -52,8 +52,8 @@ class EngineConfig:
     # Seconds an attempt may wait for a busy worker of its group (a map task's items; the tasks of one code
     # version) while the processors are busy, before it gets a process of its own (0: never waits; see
     # propeller/plugins/warm/zygote.py). Fewer processes than items in flight keep the processors' caches
-    # warm: a 1,000-item map on 2 cores took 3.5-4.2 s instead of 4.4-5.0 s with the home on tmpfs, but
-    # 6.5-12.9 s instead of 5.0-9.4 s with it on this machine's disk, hence off by default.
+    # warm: a 1,000-item map on 2 cores took 3.8-4.2 s instead of 4.4-5.0 s with the home on tmpfs, but
+    # 6.5-13.0 s instead of 5.0-9.4 s with it on this machine's disk (runs paired), hence off by default.
     warm_queue_seconds: float = 0.0
     # Where executions show besides the database: "" (nowhere) or "kubernetes" (each execution also a
     # FlyteWorkflow object in its namespace, as on a Flyte cluster; see propeller/crd).
