@@ -7,6 +7,7 @@ compares what admin would see, plus what each item could observe of its process.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
 import signal
@@ -206,6 +207,28 @@ def test_an_item_waits_for_a_busy_worker_no_longer_than_the_queue_seconds(tmp_pa
         assert second.returncode == 0
         assert first.kill(signal.SIGTERM)
         asyncio.run(h.wait_for(lambda: _exited(first)))
+    finally:
+        pool.close()
+
+
+def test_an_item_waiting_for_a_busy_worker_when_the_zygote_goes_never_starts(tmp_path):
+    """The server stopping (its end of the zygote's socket closed) drops what waits: nothing of it ran, so a
+    restarted server starts it afresh (the attempt is still launching)."""
+    pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=1)
+    try:
+        with _busy_processor(), concurrent.futures.ThreadPoolExecutor(1) as launcher:
+            first = _launch_item(pool, tmp_path, "a", 60.0)
+            second = launcher.submit(_launch_item, pool, tmp_path, "b", 0.0)
+            with pytest.raises(concurrent.futures.TimeoutError):
+                second.result(timeout=1.0)  # waiting for the first item's worker
+            first.zygote.stop()
+            with pytest.raises(OSError, match="exited"):
+                second.result(timeout=60)
+        assert not (tmp_path / "b" / "work.warm" / "pid").exists()
+        assert not (tmp_path / "b" / "out").exists() and not (tmp_path / "b" / "log").exists()
+        # The first item runs on, as a running attempt does when its zygote goes.
+        assert first.orphaned and processes.is_alive(first.pid, first.start_time)
+        processes.kill_group(first.pid, first.start_time, signal.SIGKILL)
     finally:
         pool.close()
 
