@@ -8,8 +8,9 @@ Requests with the same "group" (a map task's items; the tasks of one code versio
 workers: a child that ran one and ended it cleanly waits for the next; a worker idle for the given seconds is
 retired.
 
-While the processors are all busy and the group has at least as many workers running items as there are
-processors, a request waits (up to <queue seconds>) for one of those workers to finish its item instead of
+With <queue seconds> above 0 (engine.warm_queue_seconds; 0 is off), while the processors are all busy and
+the group has at least as many workers running items as there are processors, a request waits (up to
+<queue seconds>) for one of those workers to finish its item instead of
 getting a new process: many more processes than processors running short Python items took each item
 about twice the CPU time (a process switched to finds the caches cold), and the worker that finishes takes
 the waiting request at once, without a round trip to the server. "Busy" is the kernel's count of runnable
@@ -25,8 +26,8 @@ What the zygote imported (and flytekit decided at import: `lazy_module` placehol
 did not find, sys.path from .pth files) is only true of the environment as it was. So the first thing
 it does is note the modification times of the folders installers write to (site-packages, user site)
 and report them when ready: the server compares them before each attempt and, when a package was
-installed or removed, sends "drain" and starts a new zygote. A draining zygote forks nothing more,
-retires its idle workers and exits once its last child is reaped (their exits are still reported).
+installed or removed, sends "drain" and starts a new zygote. A draining zygote forks nothing more (but
+what waited for a worker when the drain came), retires its idle workers and exits once its last child is reaped (their exits are still reported).
 
 Protocol: messages.py's, over the inherited unix socket <fd> (Run, Kill and Drain in; Ready, Started,
 Failed and Exit out) and over a socket pair with each worker (Run to it, Done from it). A worker's item
