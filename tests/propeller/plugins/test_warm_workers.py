@@ -179,6 +179,14 @@ def _launch_item(pool: WarmPool, tmp_path, name: str, seconds: float):
     return pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, group="siblings")
 
 
+def _end_both(first, second) -> None:
+    """The quick second item ends by itself, and the long first one, still running, when killed."""
+    asyncio.run(h.wait_for(lambda: _exited(second)))
+    assert second.returncode == 0
+    assert first.kill(signal.SIGTERM)
+    asyncio.run(h.wait_for(lambda: _exited(first)))
+
+
 def test_while_the_processors_are_busy_an_item_waits_for_its_groups_busy_worker_rather_than_a_new_process(tmp_path):
     pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=1)
     try:
@@ -203,10 +211,7 @@ def test_an_item_waits_for_a_busy_worker_no_longer_than_the_queue_seconds(tmp_pa
             second = _launch_item(pool, tmp_path, "b", 0.0)
             assert not second.reused and second.pid != first.pid
             assert not _exited(first)  # started beside the first, not after it
-            asyncio.run(h.wait_for(lambda: _exited(second)))
-        assert second.returncode == 0
-        assert first.kill(signal.SIGTERM)
-        asyncio.run(h.wait_for(lambda: _exited(first)))
+        _end_both(first, second)
     finally:
         pool.close()
 
@@ -239,10 +244,7 @@ def test_with_processors_to_spare_an_item_gets_a_process_of_its_own_at_once(tmp_
         first = _launch_item(pool, tmp_path, "a", 60.0)
         second = _launch_item(pool, tmp_path, "b", 0.0)
         assert not second.reused and not _exited(first)
-        asyncio.run(h.wait_for(lambda: _exited(second)))
-        assert second.returncode == 0
-        assert first.kill(signal.SIGTERM)
-        asyncio.run(h.wait_for(lambda: _exited(first)))
+        _end_both(first, second)
     finally:
         pool.close()
 
