@@ -10,10 +10,10 @@ retired.
 
 With <queue seconds> above 0 (engine.warm_queue_seconds; 0 is off), while the processors are all busy and
 the group has at least as many workers running items as there are processors, a request waits (up to
-<queue seconds>) for one of those workers to finish its item instead of
-getting a new process: many more processes than processors running short Python items took each item
-about twice the CPU time (a process switched to finds the caches cold), and the worker that finishes takes
-the waiting request at once, without a round trip to the server. "Busy" is the kernel's count of runnable
+<queue seconds>) for one of those workers to finish its item instead of getting a new process: many more
+processes than processors running short Python items took each item about twice the CPU time (a process
+switched to finds the caches cold), and the worker that finishes takes the waiting request at once,
+without a round trip to the server. "Busy" is the kernel's count of runnable
 threads besides the zygote (procs_running) against <processors> (0: the processors the zygote may run on).
 A request still waiting at its deadline gets a process of its own, so a group's long or sleeping attempts
 delay a sibling by <queue seconds> at most (and not at all while processors are idle). A waiting attempt
@@ -27,7 +27,8 @@ did not find, sys.path from .pth files) is only true of the environment as it wa
 it does is note the modification times of the folders installers write to (site-packages, user site)
 and report them when ready: the server compares them before each attempt and, when a package was
 installed or removed, sends "drain" and starts a new zygote. A draining zygote forks nothing more (but
-what waited for a worker when the drain came), retires its idle workers and exits once its last child is reaped (their exits are still reported).
+what waited for a worker when the drain came), retires its idle workers and exits once its last child is
+reaped (their exits are still reported).
 
 Protocol: messages.py's, over the inherited unix socket <fd> (Run, Kill and Drain in; Ready, Started,
 Failed and Exit out) and over a socket pair with each worker (Run to it, Done from it). A worker's item
@@ -211,11 +212,11 @@ class Zygote:
 
     def fork_overdue(self, everything: bool = False) -> None:
         """Requests that waited their time (or all of them) get processes of their own."""
+        # Deadlines come in arrival order (one wait for all), so the overdue requests lead the queue.
         now = time.monotonic()
-        overdue = [r for deadline, r in self.queue if everything or deadline <= now]
-        if overdue:
-            self.queue = [(d, r) for d, r in self.queue if not (everything or d <= now)]
-        for request in overdue:
+        due = len(self.queue) if everything else sum(1 for deadline, _ in self.queue if deadline <= now)
+        overdue, self.queue = self.queue[:due], self.queue[due:]
+        for _, request in overdue:
             self.fork(request, request.group)
 
     def idle_worker(self, group: str) -> Worker | None:
