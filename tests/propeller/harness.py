@@ -157,6 +157,14 @@ async def wait_for(predicate, timeout: float = 60.0, interval: float = 0.02):
     raise AssertionError(f"condition not met within {timeout}s")
 
 
+def running_pid(ctx: Context, key, node_id: str) -> int | None:
+    """The pid of the node's task process while its attempt runs (a done node keeps no plugin state)."""
+    node = load(ctx, key)[1].nodes.get(node_id)
+    if node and node.task and node.task.plugin.get("status") == "running":
+        return node.task.plugin["pid"]
+    return None
+
+
 async def run_to_completion(engine, ctx: Context, key, timeout: float = 90.0) -> WorkflowStatus:
     engine.notify(key)
     await wait_for(lambda: load(ctx, key)[0].done, timeout)

@@ -120,6 +120,12 @@ def test_retries_exhausted_reports_the_last_error(tmp_path):
     err = h.workflow_error(sink)
     assert err.code == "RetriesExhausted|Recoverable"
     assert err.message == "[3/3] currentAttempt done. Last Error: USER::still broken on attempt 2"
+    # As in FlytePropeller, a done node keeps its phase, attempts, error, stop time and data folders, and drops
+    # what it needed only while it ran.
+    node = status.nodes["n0"]
+    assert (node.phase, node.attempts, node.error.code) == (NodeStatusPhase.FAILED, 2, err.code)
+    assert node.stopped_at and node.output_dir.endswith("/n0/data/2")
+    assert (node.task, node.queued_at, node.started_at, node.last_attempt_started_at) == (None, None, None, None)
 
 
 def test_max_parallelism_caps_running_task_nodes(tmp_path):

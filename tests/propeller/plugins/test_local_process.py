@@ -102,7 +102,13 @@ def test_killed_process_is_a_system_error_and_is_retried(tmp_path):
 
 def test_timeout_kills_the_process_and_times_out_the_node(tmp_path):
     marks = tmp_path / "marks"
-    ctx, key, sink, status, took = run_workflow(tmp_path, ft.too_slow_wf, {"marker_dir": str(marks)}, "slow")
+    pids = []
+
+    async def note_pid(ctx, key, engine):
+        pids.append(await h.wait_for(lambda: h.running_pid(ctx, key, "n0")))
+
+    ctx, key, sink, status, took = run_workflow(tmp_path, ft.too_slow_wf, {"marker_dir": str(marks)}, "slow",
+                                                during=note_pid)
     assert status.phase == WorkflowStatusPhase.FAILED
     assert status.nodes["n0"].phase == NodeStatusPhase.TIMED_OUT
     assert sink.node_phases("n0")[-1] == "TIMED_OUT"
@@ -111,7 +117,7 @@ def test_timeout_kills_the_process_and_times_out_the_node(tmp_path):
     assert err.code == "TimeoutExpired" and "timeout [2s] expired" in err.message
     # The process the engine started is gone (it may have been killed before it marked itself, when starting
     # an interpreter took a loaded machine longer than the timeout).
-    assert _gone(status.nodes["n0"].task.plugin["pid"])
+    assert _gone(pids[0])
     for line in markers(marks, "too_slow"):
         assert _gone(int(line.split()[0]))
 

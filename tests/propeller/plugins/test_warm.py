@@ -27,7 +27,7 @@ from tests.propeller import flyte_tasks as ft
 from tests.propeller import harness as h
 from tests.propeller import warm_tasks as wt
 from tests.propeller.plugins.test_local_process import _gone, markers, run_workflow
-from tests.propeller.test_restart import _running_pid, _second_life
+from tests.propeller.test_restart import _second_life
 
 PY = sys.executable
 
@@ -247,7 +247,7 @@ def test_engine_stop_leaves_the_forked_attempt_running_and_a_new_engine_adopts_i
         await engine.start()
         engine.notify(key)
         try:
-            pid = await h.wait_for(lambda: _running_pid(ctx, key, "n1"))
+            pid = await h.wait_for(lambda: h.running_pid(ctx, key, "n1"))
             await h.wait_for(lambda: markers(marks, "sleep_then"))
             zygote = engine.plugins.get("python-task").warm.zygote_pid(PY)
             assert _ppid(pid) == zygote
