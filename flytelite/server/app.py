@@ -143,11 +143,14 @@ class FlyteliteServer:
     async def _start_api(self, ctx: Context) -> None:
         """gRPC (FlyteAdmin's services) and HTTP (console, REST, uploads) behind one public port."""
         cfg = self.config
-        # The public port first: signed URLs and log links need the address clients use.
+        # The public port first: signed URLs and log links need the address clients use, and the internal
+        # listeners below, on ports the system picks, can then not be given it (one was, when a test had just
+        # let the port go: the mux then spliced connections to itself until the process ran out of files).
+        self._mux = PortMux(cfg.host, cfg.port, tls=_tls_context(cfg))
+        self.port = await self._mux.listen()
         # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP. Without it a
         # keep-alive response's body waits ~40 ms behind its headers (Nagle against a delayed ACK).
         http_sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        http_sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         http_sock.bind(("127.0.0.1", 0))
         self._grpc = grpc.server(
             futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="admin"),
@@ -158,8 +161,7 @@ class FlyteliteServer:
             options=server_options(cfg.grpc),
         )
         grpc_port = self._grpc.add_insecure_port("127.0.0.1:0")
-        self._mux = PortMux(cfg.host, cfg.port, grpc_port, http_sock.getsockname()[1], tls=_tls_context(cfg))
-        self.port = await self._mux.start()
+        await self._mux.serve(grpc_port, http_sock.getsockname()[1])
         ctx.public_url = ctx.public_url or f"{'https' if cfg.tls else 'http'}://localhost:{self.port}"
         for service in GRPC_SERVICES:
             service.add_to_server(service.servicer(ctx), self._grpc)

@@ -49,17 +49,30 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 
 
 class PortMux:
-    def __init__(self, host: str, port: int, grpc_port: int, http_port: int, tls: ssl.SSLContext | None = None):
+    """Bound first (listen), so that the internal listeners bound after it, to ports the system picks, can never
+    be given the public port; it serves once they are known (serve)."""
+
+    def __init__(self, host: str, port: int, tls: ssl.SSLContext | None = None):
         self.host, self.port, self.tls = host, port, tls
-        self.grpc_port, self.http_port = grpc_port, http_port
+        self.grpc_port = self.http_port = 0
         self._server: asyncio.base_events.Server | None = None
         self._conns: set[asyncio.Task] = set()
 
-    async def start(self) -> int:
+    async def listen(self) -> int:
+        """Take the public port (the one asked for, or one the system picks for 0); nothing is accepted yet."""
         self._server = await asyncio.start_server(self._handle, self.host, self.port, reuse_address=True,
-                                                  ssl=self.tls)
+                                                  ssl=self.tls, start_serving=False)
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
+
+    async def serve(self, grpc_port: int, http_port: int) -> None:
+        """Accept connections and splice them to the internal listeners on these loopback ports."""
+        assert self._server is not None, "serve() follows listen()"
+        if self.port in (grpc_port, http_port):
+            # Splicing to itself would open connections to itself until the process runs out of files.
+            raise RuntimeError(f"an internal listener has the public port {self.port}")
+        self.grpc_port, self.http_port = grpc_port, http_port
+        await self._server.start_serving()
 
     async def stop(self) -> None:
         if self._server is not None:

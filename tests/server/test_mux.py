@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 
 import pytest
 
-from flytelite.server.mux import H2_PREFACE
+from flytelite.server.mux import H2_PREFACE, PortMux
 from flytelite.testing import make_server
 
 pytestmark = pytest.mark.e2e
@@ -32,3 +33,18 @@ def test_a_clean_stop_with_connections_still_open_logs_no_error(tmp_path):
         for conn in conns:
             conn.close()
         server.stop()
+
+
+def test_the_mux_never_splices_connections_to_its_own_port():
+    """An internal listener given the public port would have the mux open connections to itself without end."""
+
+    async def go():
+        mux = PortMux("127.0.0.1", 0)
+        port = await mux.listen()
+        try:
+            with pytest.raises(RuntimeError, match=f"an internal listener has the public port {port}"):
+                await mux.serve(grpc_port=port + 1, http_port=port)
+        finally:
+            await mux.stop()
+
+    asyncio.run(go())
