@@ -82,7 +82,7 @@ class RunningServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"flytelite exited with {self.proc.returncode}:\n{self.log_path.read_text()}")
+                raise RuntimeError(f"flytelite exited with {self.proc.returncode}:\n{self._log_tail()}")
             if self.role == "engine":
                 if "engine replica" in self.log_text():
                     return
@@ -94,7 +94,16 @@ class RunningServer:
                         return
             except OSError:
                 time.sleep(0.1)
-        raise RuntimeError(f"flytelite did not become healthy in {timeout}s:\n{self.log_path.read_text()}")
+        # Not left running: no test would stop a server it never got.
+        self.proc.kill()
+        self.proc.wait()
+        self.proc = None
+        raise RuntimeError(f"flytelite did not become healthy in {timeout}s (stopped):\n{self._log_tail()}")
+
+    def _log_tail(self, limit: int = 20_000) -> str:
+        """The end of the server's log (a server stuck in a loop of errors can write hundreds of megabytes)."""
+        text = self.log_text()
+        return text if len(text) <= limit else f"[... the start of {self.log_path} left out]\n{text[-limit:]}"
 
     def stop(self, sig: int = 15, timeout: float = 20) -> int:
         if self.proc is None:
