@@ -198,6 +198,10 @@ class S3TestServer:
                     break
             except OSError as exc:
                 if time.monotonic() > deadline:
+                    # Not left running, as a flytelite server that never became healthy is not.
+                    self.proc.kill()
+                    self.proc.wait()
+                    self.proc = None
                     raise RuntimeError(f"moto_server did not answer in {timeout}s:\n{self.log_path.read_text()}") from exc
                 time.sleep(0.1)
         self.client().create_bucket(Bucket=self.bucket)
