@@ -190,7 +190,7 @@ class NodeExecutor:
         """
         st = nctx.status
         if st.phase == NodeStatusPhase.NOT_YET_STARTED:
-            st.output_dir = posixpath.join(st.data_dir, str(st.attempts))
+            st.output_dir = st.implied_output_dir()
             st.queued_at = iso(nctx.round.now)
             self._transition(nctx, PhaseInfo(EPhase.QUEUED, reason="node queued"), NodeStatusPhase.QUEUED)
         self._steps(nctx, handler)
@@ -204,7 +204,7 @@ class NodeExecutor:
         rnd, st = nctx.round, nctx.status
         scope, spec_id = nctx.scope or self.top_scope(rnd), nctx.node.id
         st.data_dir = scope.node_data_dir(spec_id)
-        st.output_dir = posixpath.join(st.data_dir, str(st.attempts))
+        st.output_dir = st.implied_output_dir()
         if spec_id == START_NODE:
             st.phase, st.queued_at = NodeStatusPhase.QUEUED, iso(rnd.now)
             return True
@@ -288,7 +288,7 @@ class NodeExecutor:
         handler.abort(nctx, st.message)
         handler.finalize(nctx)
         st.attempts += 1
-        st.output_dir = posixpath.join(st.data_dir, str(st.attempts))
+        st.output_dir = st.implied_output_dir()
         st.task = None
         # A new attempt of a nested node runs its children afresh (their ids carry the attempt).
         st.sub_nodes, st.branch_taken, st.dynamic_phase = {}, None, None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import posixpath
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -27,32 +28,56 @@ def parse_iso(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text) if text else None
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+# Each dataclass's fields and their defaults (_REQUIRED for a field without one), by class.
+_FIELD_DEFAULTS: dict[type, tuple[tuple[str, Any], ...]] = {}
+_REQUIRED = object()
 # Set to "1" (the test suite does), every to_json also writes the whole status afresh and fails if the two differ.
 CHECK_ENV = "FLYTELITE_CHECK_STATUS_JSON"
-_JSON_NODES = '"nodes":'
-_JSON_SUB_NODES = '"sub_nodes":'
 _DONE = ("done",)  # no node's values: a NodeStatus has more fields
 
 
+def _field_defaults(cls: type) -> tuple[tuple[str, Any], ...]:
+    defaults = _FIELD_DEFAULTS.get(cls)
+    if defaults is None:
+        if not dataclasses.is_dataclass(cls):
+            raise TypeError(f"{cls.__name__} in a workflow status is not JSON serializable")
+        defaults = _FIELD_DEFAULTS[cls] = tuple(
+            (f.name, f.default if f.default is not dataclasses.MISSING
+             else f.default_factory() if f.default_factory is not dataclasses.MISSING else _REQUIRED)
+            for f in dataclasses.fields(cls))
+    return defaults
+
+
 def _fields(obj: Any) -> dict[str, Any]:
-    """A dataclass's fields as a dict (not a copy of its values: json only reads them)."""
-    names = _FIELD_NAMES.get(type(obj))
-    if names is None:
-        if not dataclasses.is_dataclass(obj):
-            raise TypeError(f"{type(obj).__name__} in a workflow status is not JSON serializable")
-        names = _FIELD_NAMES[type(obj)] = tuple(f.name for f in dataclasses.fields(obj))
+    """What a dataclass's JSON holds: the fields whose values differ from their defaults, which reading fills
+    in again. Most of a done node's fields are empty: writing them made up half of a long workflow's status,
+    which is written every round. A node's output folder is left out while it is the one its data folder and
+    attempt imply (NodeStatus.from_dict derives it again)."""
+    defaults = _field_defaults(type(obj))
     attributes = obj.__dict__
-    if len(attributes) == len(names):
-        # Exactly its fields, in their order (a dataclass's __init__ sets them so): the dict itself will do.
-        return attributes
-    return {name: getattr(obj, name) for name in names}
+    written = {name: value for name, default in defaults
+               if (value := attributes[name]) is not default and value != default}
+    if type(obj) is NodeStatus:
+        if obj.output_dir == obj.implied_output_dir():
+            written.pop("output_dir", None)
+        else:
+            written["output_dir"] = obj.output_dir
+    return written
 
 
 # json calls _fields for each dataclass it meets: far cheaper than dataclasses.asdict's deep copy, which was a
 # tenth of a 1,000-node round. What json.dumps(value, separators=(",", ":"), default=_fields) writes.
 _dumps = json.JSONEncoder(separators=(",", ":"), default=_fields).encode
 _dumps_key = json.encoder.encode_basestring_ascii  # what the encoder writes a str as
+
+
+def _dumps_with(fields: dict[str, Any], name: str, value_json: str) -> str:
+    """The JSON object of fields, with the value of the field name written as value_json, in its place."""
+    names = list(fields)
+    at = names.index(name)
+    members = (_dumps({n: fields[n] for n in names[:at]})[1:-1], f"{_dumps_key(name)}:{value_json}",
+               _dumps({n: fields[n] for n in names[at + 1:]})[1:-1])
+    return "{" + ",".join(member for member in members if member) + "}"
 
 
 @dataclass
@@ -115,6 +140,10 @@ class NodeStatus:
     # Array node (map task): flytelite.propeller.nodes.array.state.ArrayState.to_dict().
     array: dict[str, Any] | None = None
 
+    def implied_output_dir(self) -> str:
+        """The output folder of the node's current attempt (the engine sets output_dir to it as the attempt starts)."""
+        return posixpath.join(self.data_dir, str(self.attempts)) if self.data_dir else ""
+
     @classmethod
     def from_dict(cls, data: dict) -> NodeStatus:
         data = dict(data)
@@ -126,7 +155,10 @@ class NodeStatus:
         if data.get("task") is not None:
             data["task"] = TaskStatus(**data["task"])
         known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        node = cls(**{k: v for k, v in data.items() if k in known})
+        if "output_dir" not in data:
+            node.output_dir = node.implied_output_dir()
+        return node
 
 
 @dataclass
@@ -153,7 +185,7 @@ class WorkflowStatus:
         self._written: dict[int, tuple[NodeStatus, tuple | None, str]] = {}
 
     def to_json(self) -> str:
-        """The status as JSON, exactly as json.dumps of dataclasses.asdict writes it.
+        """The status as JSON, exactly as _dumps writes it (each dataclass's fields that are not their defaults).
 
         A node's JSON from the last call is reused when the node cannot have changed since: a done node's once
         it was written after the node was done (nothing changes a done node; a retry of its parent replaces
@@ -161,11 +193,11 @@ class WorkflowStatus:
         most of a long chain) while they are the same. At 100 nodes, writing every node each time was a
         sixth of a round's time."""
         previous, self._written = self._written, {}
-        head = _dumps({name: value for name, value in _fields(self).items() if name != "nodes"})
-        text = f"{head[:-1]},{_JSON_NODES}{self._nodes_json(self.nodes, previous)}}}"
+        fields = _fields(self)
+        text = _dumps_with(fields, "nodes", self._nodes_json(self.nodes, previous)) if self.nodes else _dumps(fields)
         full = _dumps(self) if os.environ.get(CHECK_ENV) == "1" else text
         if full != text:
-            written, afresh = json.loads(text)["nodes"], json.loads(full)["nodes"]
+            written, afresh = json.loads(text).get("nodes", {}), json.loads(full).get("nodes", {})
             stale = sorted(node_id for node_id in afresh if written.get(node_id) != afresh[node_id])
             raise AssertionError(f"a node changed after it was done: the JSON of {stale} (or of a node under them) "
                                  "was reused although it is stale")
@@ -189,12 +221,7 @@ class WorkflowStatus:
             self._written[id(node)] = kept
             return kept[2]
         if node.sub_nodes:  # their nodes reused too; written in the field's place
-            fields = _fields(node)
-            names = list(fields)
-            at = names.index("sub_nodes")
-            before = _dumps({name: fields[name] for name in names[:at]})
-            after = _dumps({name: fields[name] for name in names[at + 1:]})
-            text = f"{before[:-1]},{_JSON_SUB_NODES}{self._nodes_json(node.sub_nodes, previous)},{after[1:]}"
+            text = _dumps_with(_fields(node), "sub_nodes", self._nodes_json(node.sub_nodes, previous))
         else:
             text = _dumps(node)
         if values is not None:
