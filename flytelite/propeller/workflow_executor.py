@@ -88,8 +88,8 @@ class WorkflowExecutor:
 
     def handle(self, key: ExecutionKey) -> RoundResult:
         """Evaluate one execution; raises if the round failed (its status is then not persisted)."""
-        with self.ctx.db.session() as s:
-            row = s.execute(_READ_ROUND, _key_params(key)).one_or_none()
+        with self.ctx.db.reading() as connection:
+            row = connection.execute(_READ_ROUND, _key_params(key)).one_or_none()
         # Taken out for the round: a round that raises leaves no half-changed status behind.
         kept = self._statuses.pop(key, None)
         if row is None or row.done:
