@@ -7,6 +7,7 @@ changes again: later events for it are stale and ignored.
 
 from __future__ import annotations
 
+import bisect
 import logging
 from datetime import datetime
 
@@ -186,38 +187,48 @@ def _merge_metadata(existing: event_pb2.TaskExecutionMetadata, latest: event_pb2
         existing.instance_class = latest.instance_class
     del existing.resource_pool_info[:]
     existing.resource_pool_info.extend(latest.resource_pool_info)
-    # Kept sorted by (index, retry attempt). An array's progress events mostly add items past the last one
-    # known: those are appended, and known ones updated in place, so an event copies only what it carries
-    # (the known items are only indexed), not every item of the array.
-    by_key = {(r.index, r.retry_attempt): r for r in existing.external_resources}
-    last = max(by_key, default=None)
-    added = []
+    # Kept sorted by (index, retry attempt). An array's progress events carry the items that changed: known
+    # ones are found by bisection and updated in place, and new ones mostly come after the last known one and
+    # are appended. An event costs what it carries, not the array's size (indexing every known item for each
+    # event was the server's largest cost per item in a 10,000-item map).
+    resources = existing.external_resources
+    added: dict[tuple[int, int], event_pb2.ExternalResourceInfo] = {}
     for resource in latest.external_resources:
-        key = (resource.index, resource.retry_attempt)
-        current = by_key.get(key)
-        if current is None:
-            by_key[key] = resource
-            added.append(key)
-            continue
-        if resource.external_id:
-            current.external_id = resource.external_id
-        current.phase = resource.phase
-        if resource.cache_status != 0:  # CACHE_DISABLED says nothing new
-            current.cache_status = resource.cache_status
-        logs = merge_logs(list(current.logs), list(resource.logs))
-        del current.logs[:]
-        current.logs.extend(logs)
-        if resource.HasField("custom_info"):
-            current.custom_info.CopyFrom(resource.custom_info)
+        key = _resource_key(resource)
+        at = bisect.bisect_left(resources, key, key=_resource_key)
+        if at < len(resources) and _resource_key(resources[at]) == key:
+            _update_resource(resources[at], resource)
+        elif key in added:
+            _update_resource(added[key], resource)
+        else:
+            added[key] = resource
     if not added:
         return
-    added.sort()
-    if last is None or added[0] > last:
-        existing.external_resources.extend(by_key[k] for k in added)
+    keys = sorted(added)
+    if not resources or keys[0] > _resource_key(resources[-1]):
+        resources.extend(added[k] for k in keys)
         return
-    merged = [by_key[k] for k in sorted(by_key)]
+    merged = sorted([*resources, *added.values()], key=_resource_key)
     copies = [type(r)() for r in merged]
     for copy, r in zip(copies, merged, strict=True):
         copy.CopyFrom(r)
-    del existing.external_resources[:]
-    existing.external_resources.extend(copies)
+    del resources[:]
+    resources.extend(copies)
+
+
+def _resource_key(resource: event_pb2.ExternalResourceInfo) -> tuple[int, int]:
+    return resource.index, resource.retry_attempt
+
+
+def _update_resource(current: event_pb2.ExternalResourceInfo, resource: event_pb2.ExternalResourceInfo) -> None:
+    """What a later event says of an array item overrides what was known of it."""
+    if resource.external_id:
+        current.external_id = resource.external_id
+    current.phase = resource.phase
+    if resource.cache_status != 0:  # CACHE_DISABLED says nothing new
+        current.cache_status = resource.cache_status
+    logs = merge_logs(list(current.logs), list(resource.logs))
+    del current.logs[:]
+    current.logs.extend(logs)
+    if resource.HasField("custom_info"):
+        current.custom_info.CopyFrom(resource.custom_info)

@@ -236,11 +236,12 @@ def test_an_array_attempts_items_merge_across_events_in_index_and_retry_order(h)
     progress(2, (0, 0, TASK.RUNNING), (1, 0, TASK.RUNNING))
     progress(3, (1, 0, TASK.SUCCEEDED), (3, 0, TASK.RUNNING), (2, 0, TASK.RUNNING))  # update, then appended
     progress(4, (0, 1, TASK.RUNNING), (0, 0, TASK.FAILED))  # a retry of an early item: inserted in order
+    progress(5, (4, 0, TASK.QUEUED), (4, 0, TASK.SUCCEEDED))  # a new item twice in one event: its last word
     c = h.svc.GetTaskExecution(task_execution_pb2.TaskExecutionGetRequest(id=attempt_id(exec_id, "n0", 0))).closure
     items = [(r.index, r.retry_attempt, r.phase, r.external_id) for r in c.metadata.external_resources]
     assert items == [(0, 0, TASK.FAILED, "item-0-0"), (0, 1, TASK.RUNNING, "item-0-1"),
                      (1, 0, TASK.SUCCEEDED, "item-1-0"), (2, 0, TASK.RUNNING, "item-2-0"),
-                     (3, 0, TASK.RUNNING, "item-3-0")]
+                     (3, 0, TASK.RUNNING, "item-3-0"), (4, 0, TASK.SUCCEEDED, "item-4-0")]
     first = c.metadata.external_resources[0]
     assert [lg.uri for lg in first.logs] == ["/log/4"]  # the same log name: the latest uri
 
