@@ -50,3 +50,11 @@ def test_a_map_items_list_of_inputs_is_parsed_once_per_worker(monkeypatch):
     assert other is not first and len(other.literals["x"].collection.literals) == 301
     # A task's few scalar inputs are parsed each time.
     assert parse(_integers(1)) is not parse(_integers(1))
+
+
+def test_an_attempts_environment_is_exactly_its_own(monkeypatch):
+    monkeypatch.setattr(os, "environ", os.environ.copy())  # a plain dict: the test's own process is untouched
+    os.environ.clear()
+    os.environ.update({"KEPT": "1", "CHANGED": "by the last item", "SET_BY_THE_LAST_ITEM": "x"})
+    child._set_environment({"KEPT": "1", "CHANGED": "as the attempt says", "NEW": "2"})
+    assert dict(os.environ) == {"KEPT": "1", "CHANGED": "as the attempt says", "NEW": "2"}

@@ -87,8 +87,7 @@ def _become_attempt_process(request: messages.Run, session_fd: int) -> None:
 def run_command(request: messages.Run) -> int:
     """Set up what a fresh process for this attempt would have, run its pyflyte command; the exit code."""
     _redirect_output(request.log)
-    os.environ.clear()
-    os.environ.update(request.env)
+    _set_environment(request.env)
     os.chdir(request.cwd)
     os.makedirs(request.tmp, exist_ok=True)
     tempfile.tempdir = request.tmp
@@ -113,6 +112,16 @@ def run_command(request: messages.Run) -> int:
     except BaseException:  # noqa: BLE001 - report it as the interpreter would, then exit 1
         sys.excepthook(*sys.exc_info())
         return 1
+
+
+def _set_environment(env: dict[str, str]) -> None:
+    """Make os.environ exactly `env`, changing only what differs: a worker's items differ in a few variables
+    of sixty, and clearing and setting them all took four times as long."""
+    for name in [name for name in os.environ if name not in env]:
+        del os.environ[name]
+    for name, value in env.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
 
 
 # -- a worker: attempts of a group one after another ----------------------------------------------------------------
