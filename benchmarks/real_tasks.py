@@ -5,6 +5,7 @@ with CreateExecution. Times are the server's: an execution's created_at to its S
 - overhead per task: (100-task chain time / 100) minus the median task attempt (the task execution's
   RUNNING to SUCCEEDED, i.e. the forked or started process from start until its exit was seen);
 - 100-task chain; 1,000-item map task (warm off: 100 items, since 1,000 cold processes take ~15 min);
+- a 10,000-item map task, once, on the warm server (a minute on this machine);
 - acceptance latency: CreateExecution sent (client clock) to the first task node RUNNING (server clock,
   same machine);
 - cache hit: a cached 1-task workflow run again with the same input: its node's QUEUED to SUCCEEDED;
@@ -44,6 +45,7 @@ QUEUE_SECONDS = 0.05
 QUEUE_ON = f"engine:\n  warm_queue_seconds: {QUEUE_SECONDS}\n"
 MAP_ITEMS = 1000
 COLD_MAP_ITEMS = 100
+BIG_MAP_ITEMS = 10_000
 
 
 @dataclass
@@ -53,6 +55,7 @@ class Measured:
     chain: list[float] = field(default_factory=list)
     attempts: list[float] = field(default_factory=list)
     map: list[float] = field(default_factory=list)
+    big_map: list[float] = field(default_factory=list)
     latency: list[float] = field(default_factory=list)
     hit: list[float] = field(default_factory=list)
     miss: list[float] = field(default_factory=list)
@@ -75,9 +78,10 @@ class Measured:
 
 def measure(folder: Path, config: str, runs: int, map_items: int, map_runs: int, latency_runs: int = 0,
             cache_runs: int = 0, chain_and_map_only: bool = False, client: Path | None = None,
-            hello_from_own_venv: bool = False) -> Measured:
+            hello_from_own_venv: bool = False, big_map_items: int = 0) -> Measured:
     """The rows' measurements on one server; `client` is the bin folder of the venv hello world's pyflyte
-    runs from (see real_rows), else flytelite's venv, from which `hello_from_own_venv` runs it again."""
+    runs from (see real_rows), else flytelite's venv, from which `hello_from_own_venv` runs it again;
+    `big_map_items` (if not 0) runs the map once more with that many items."""
     m = Measured()
     with BenchServer(folder, config) as server:
         # The chain: pyflyte registers and runs it; further runs reuse its launch plan.
@@ -97,6 +101,9 @@ def measure(folder: Path, config: str, runs: int, map_items: int, map_runs: int,
             if i:
                 execution = server.wait(server.create(lp, {"xs": integers(list(range(map_items)))}), poll=0.1)
             m.map.append(execution_seconds(execution))
+        if big_map_items:
+            big = integers(list(range(big_map_items)))
+            m.big_map.append(execution_seconds(server.wait(server.create(lp, {"xs": big}), poll=0.2)))
         if chain_and_map_only:
             return m
         m.hello, m.hello_local, lp = _hello(server, client, folder / "local")
@@ -213,7 +220,8 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
     """The real-task rows; `peers` (measured earlier in the run) add their chain and fan-out as baselines."""
     client, client_note = _client()
     warm = measure(root / "warm", "", runs=runs, map_items=MAP_ITEMS, map_runs=runs, latency_runs=10,
-                   cache_runs=5, client=client, hello_from_own_venv=client is not None)
+                   cache_runs=5, client=client, hello_from_own_venv=client is not None,
+                   big_map_items=BIG_MAP_ITEMS)
     cold = measure(root / "cold", WARM_OFF, runs=1, map_items=COLD_MAP_ITEMS, map_runs=1, latency_runs=3,
                    cache_runs=1, client=client)
     local_chain = [timed(lambda: real_wfs.real_chain(x=0)) for _ in range(local_runs)]
@@ -265,6 +273,9 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
                        baseline("warm workers off", cold.map, "s", cold_map_note),
                        *tmpfs_baseline(lambda m: m.map, "s"), *queue_baselines,
                        *[baseline(p.peer.title, p.fan_out, "s") for p in peers if not p.error]]).check("<", 2.0),
+        Row(f"real tasks: {BIG_MAP_ITEMS:,}-item map_task", warm.big_map, "s", goal="< 15 s",
+            note="one run, on the warm server of the rows above; 25 items at once (Flyte's default max parallelism)"
+            ).check("<", 15.0),
         Row("acceptance latency: CreateExecution to first node RUNNING", warm.latency, "ms", goal="< 50 ms",
             baselines=[baseline("warm workers off", cold.latency, "ms")]).check("<", 0.050),
         Row("hello world: `pyflyte run --remote` (registration included) to SUCCEEDED", warm.hello, "s",

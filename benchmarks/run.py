@@ -137,8 +137,9 @@ How each row is measured (see the modules in benchmarks/ for the code):
 - *real tasks*: a real `flytelite start`; workflows registered and first run with `pyflyte run --remote`,
   then run again with CreateExecution; times are the server's (execution created to SUCCEEDED). A task's
   run is its task execution's RUNNING to SUCCEEDED (process start until its exit was seen). With warm
-  workers a map task's items run one after another in a few workers forked from the zygote (each item
-  with its own environment, folder, log and a fresh import of the task's code). "home on tmpfs" runs the
+  workers a map task's items run one after another in workers forked from the zygote, as many at once as
+  the execution's max parallelism lets run (25, Flyte's default), each item with its own environment,
+  folder, log and a fresh import of the task's code. The 10,000-item map runs once. "home on tmpfs" runs the
   chain and the map again on a server whose home (blob store, attempts' folders and temp folders) is in
   /dev/shm: the difference is what creating and deleting their files costs on the disk. Hello world is
   timed by the client (`pyflyte run --remote` started to the execution seen SUCCEEDED, polled every 20 ms),
