@@ -82,7 +82,7 @@ class RunningServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"flytelite exited with {self.proc.returncode}:\n{self._log_tail()}")
+                raise RuntimeError(f"flytelite exited with {self.proc.returncode}:\n{_log_tail(self.log_path)}")
             if self.role == "engine":
                 if "engine replica" in self.log_text():
                     return
@@ -94,16 +94,9 @@ class RunningServer:
                         return
             except OSError:
                 time.sleep(0.1)
-        # Not left running: no test would stop a server it never got.
-        self.proc.kill()
-        self.proc.wait()
+        _kill(self.proc)
         self.proc = None
-        raise RuntimeError(f"flytelite did not become healthy in {timeout}s (stopped):\n{self._log_tail()}")
-
-    def _log_tail(self, limit: int = 20_000) -> str:
-        """The end of the server's log (a server stuck in a loop of errors can write hundreds of megabytes)."""
-        text = self.log_text()
-        return text if len(text) <= limit else f"[... the start of {self.log_path} left out]\n{text[-limit:]}"
+        raise RuntimeError(f"flytelite did not become healthy in {timeout}s (stopped):\n{_log_tail(self.log_path)}")
 
     def stop(self, sig: int = 15, timeout: float = 20) -> int:
         if self.proc is None:
@@ -116,6 +109,18 @@ class RunningServer:
 
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """Stop a test server that never became ready: no test would stop a server it never got."""
+    proc.kill()
+    proc.wait()
+
+
+def _log_tail(path: Path, limit: int = 20_000) -> str:
+    """The end of a test server's log (a server stuck in a loop of errors can write hundreds of megabytes)."""
+    text = path.read_text(errors="replace")
+    return text if len(text) <= limit else f"[... the start of {path} left out]\n{text[-limit:]}"
 
 
 def database_url_for(home: Path) -> str:
@@ -192,17 +197,15 @@ class S3TestServer:
         deadline = time.monotonic() + timeout
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"moto_server exited with {self.proc.returncode}:\n{self.log_path.read_text()}")
+                raise RuntimeError(f"moto_server exited with {self.proc.returncode}:\n{_log_tail(self.log_path)}")
             try:
                 with urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=1):
                     break
             except OSError as exc:
                 if time.monotonic() > deadline:
-                    # Not left running, as a flytelite server that never became healthy is not.
-                    self.proc.kill()
-                    self.proc.wait()
+                    _kill(self.proc)
                     self.proc = None
-                    raise RuntimeError(f"moto_server did not answer in {timeout}s:\n{self.log_path.read_text()}") from exc
+                    raise RuntimeError(f"moto_server did not answer in {timeout}s:\n{_log_tail(self.log_path)}") from exc
                 time.sleep(0.1)
         self.client().create_bucket(Bucket=self.bucket)
 
