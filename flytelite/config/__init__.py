@@ -49,8 +49,8 @@ class EngineConfig:
     # How many task attempts run warm at once (0: as many as the executions' parallelism lets run); when
     # all are taken, an attempt that would run warm waits in QUEUED for one to end.
     warm_pool_size: int = 0
-    # Seconds an attempt may wait for a busy worker of its group (a map task's items; the tasks of one code
-    # version) while the processors are busy, before it gets a process of its own (0: never waits; see
+    # Seconds an attempt may wait for a busy worker of its group (the tasks of one code version; the items of
+    # its map tasks) while the processors are busy, before it gets a process of its own (0: never waits; see
     # propeller/plugins/warm/zygote.py). Fewer processes than items in flight keep the processors' caches
     # warm: a 1,000-item map on 2 cores took 3.8-4.2 s instead of 4.4-5.0 s with the home on tmpfs, but
     # 6.5-13.0 s instead of 5.0-9.4 s with it on this machine's disk (runs paired), hence off by default.

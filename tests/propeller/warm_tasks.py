@@ -168,6 +168,20 @@ def different_tasks_wf() -> tuple[dict[str, str], dict[str, str]]:
     return first, chain_probe(x=relay(facts=first))
 
 
+@task
+def item_pid(x: int) -> str:
+    return str(os.getpid())
+
+
+@workflow
+def two_maps_wf(xs: list[int]) -> tuple[list[dict[str, str]], list[str]]:
+    """Two map tasks of this code (other tasks, other nodes' inputs), one after the other, an item at a time."""
+    probes = map_task(chain_probe, concurrency=1)(x=xs)
+    pids = map_task(item_pid, concurrency=1)(x=xs)
+    probes >> pids
+    return probes, pids
+
+
 # A named launch plan made at import (flytekit keeps them in a process-wide cache): each item's fresh import
 # of this module makes it again, which must not collide with the one an earlier item's import made.
 map_probe_nightly = LaunchPlan.get_or_create(map_probe_wf, name="map_probe_nightly", default_inputs={"xs": [1]})

@@ -20,7 +20,7 @@ from flytelite.propeller.phases import WorkflowStatusPhase
 from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.core import PluginPhase, TaskExecutionContext
 from flytelite.propeller.plugins.local_process import LocalProcessPlugin
-from flytelite.propeller.plugins.warm.pool import pyflyte_command, starts_alike
+from flytelite.propeller.plugins.warm.pool import pyflyte_command, starts_alike, worker_group
 from flytelite.store.flyteworkflow import ExecutionSpec
 from flytelite.store.models import FlyteWorkflow
 from tests.propeller import flyte_tasks as ft
@@ -189,6 +189,25 @@ def test_a_forked_attempt_is_a_fresh_process_in_what_matters(tmp_path):
 ])
 def test_which_commands_run_warm(argv, expected):
     assert pyflyte_command(argv) == expected
+
+
+def _fast(code: str, command: str, inputs: str, out: str, *task: str) -> list[str]:
+    """An attempt's command as the engine gives it: its code's tarball, its inputs, where it writes, its task."""
+    return ["pyflyte-fast-execute", "--additional-distribution", code, "--dest-dir", f"{out}/code", "--", command,
+            "--inputs", inputs, "--output-prefix", out, "--raw-output-data-prefix", f"{out}/raw", "--checkpoint-path",
+            f"{out}/ck", "--prev-checkpoint", '""', "--resolver", "some.Resolver", "--", "task-name", *task]
+
+
+def test_attempts_share_a_worker_group_across_tasks_and_executions_of_one_code_version_and_command():
+    item = worker_group(_fast("code-1", "pyflyte-map-execute", "exec-a/n0/inputs.pb", "exec-a/n0/0", "double"))
+    # Another item, of another map node and execution, of another task of the same code: the same group.
+    assert worker_group(_fast("code-1", "pyflyte-map-execute", "exec-b/n3/inputs.pb", "exec-b/n3/7", "halve")) == item
+    # Other code, or the other command (a task, not a map item): another group.
+    assert worker_group(_fast("code-2", "pyflyte-map-execute", "exec-a/n0/inputs.pb", "exec-a/n0/0", "double")) != item
+    task = worker_group(_fast("code-1", "pyflyte-execute", "exec-a/n1/inputs.pb", "exec-a/n1/0", "double"))
+    assert task not in (None, item)
+    assert worker_group(_fast("code-1", "pyflyte-execute", "exec-c/n2/inputs.pb", "exec-c/n2/1", "other")) == task
+    assert worker_group(["pyflyte-fast-execute", "--additional-distribution", "code-1", "--", "my-tool"]) is None
 
 
 @pytest.mark.parametrize(("env", "zygote_env", "alike"), [

@@ -91,6 +91,26 @@ def test_tasks_of_one_code_version_run_one_after_another_in_a_worker_each_with_a
     assert w1["random"] != w2["random"] and w1["tempdir"] != w2["tempdir"]
 
 
+def test_the_items_of_two_map_tasks_of_one_code_version_run_in_one_worker_each_with_a_fresh_import(tmp_path):
+    xs = [1, 2, 3]
+    results = {}
+    for warm in (True, False):
+        summary, _, _ = _run(tmp_path, warm, wt.two_maps_wf, {"xs": xs}, "twomaps")
+        assert summary["phase"] == WorkflowStatusPhase.SUCCESS, summary
+        probes = [{k: v.scalar.primitive.string_value for k, v in lit.map.literals.items()}
+                  for lit in summary["outputs"]["o0"]]
+        pids = list(summary["outputs"]["o1"])
+        results[warm] = probes, pids
+    (w_probes, w_pids), (c_probes, c_pids) = results[True], results[False]
+    # Each item saw a fresh import and environment, as in a process of its own ...
+    assert [(p["seen"], p["env_left_before"]) for p in w_probes] == [(p["seen"], p["env_left_before"])
+                                                                    for p in c_probes] == [("101", ""), ("102", ""),
+                                                                                           ("103", "")]
+    # ... though the worker that ran the first map's items ran the second's too (its own inputs, another task).
+    assert len({p["pid"] for p in w_probes} | set(w_pids)) == 1
+    assert len({p["pid"] for p in c_probes} | set(c_pids)) == 2 * len(xs)
+
+
 def test_an_item_that_leaves_a_thread_or_an_atexit_hook_ends_as_a_process_would(tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()

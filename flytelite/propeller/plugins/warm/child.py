@@ -5,9 +5,9 @@ An attempt does what `pyflyte-fast-execute … -- pyflyte-execute …` does in a
 interpreter start and the imports.
 
 Attempts of one group share a *worker*: a forked child that runs an attempt, cleans up and waits for
-the next one instead of exiting. A group is the items of one map task (`pyflyte-map-execute`), or the
-attempts of any task of one code version (the same command but for the attempt's paths and the task it
-names; see pool.worker_group). Each attempt (an "item" below) gets what a fresh process
+the next one instead of exiting. A group is the attempts of one pyflyte command (`pyflyte-execute`, or
+`pyflyte-map-execute` for map items) for any task of one code version, in any execution: the same command
+but for the attempt's inputs, paths and the task it names (see pool.worker_group). Each attempt (an "item" below) gets what a fresh process
 would give it: its own environment, working directory, temp folder, log file, random seed, flytekit
 context, root logger and warnings filters, and a fresh import of the task's code (the modules it
 imported from outside the interpreter's installation are removed after it; installed packages stay

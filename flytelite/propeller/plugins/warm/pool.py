@@ -6,7 +6,7 @@ starts, no usable zygote yet); then nothing was started. Once a request is sent 
 WarmAttempt (Popen-like: pid, poll(), plus on_exit and kill) or raises OSError, never both, so an
 attempt is never started twice. A zygote that dies is started again on the next launch; attempts it
 had forked keep running and are adopted like any process the server did not start (pid + start time).
-The items of one map task, and the attempts of the tasks of one code version, may run one after
+The attempts of the tasks of one code version, and the items of its map tasks, may run one after
 another in a worker (see zygote.py and child.py): their WarmAttempt's pid is the worker's, and its exit
 is the attempt's end, reported while the worker lives on.
 
@@ -46,11 +46,9 @@ RUNTIME_PACKAGES_ENV = "_F_RUNTIME_PACKAGES"
 # would not see them, so an attempt that sets them differently runs cold.
 _STARTUP_ENV_PREFIXES = ("PYTHON", "LD_", "FLYTE_SDK_RICH_TRACEBACKS")
 _PER_CHILD_ENV = frozenset({"PYTHONPATH", "PYTHONUNBUFFERED"})
-# Arguments of a map item's command that are the item's own (the rest is the same for all its siblings).
-_PER_ITEM_FLAGS = frozenset({"--dest-dir", "--output-prefix", "--raw-output-data-prefix", "--checkpoint-path",
-                             "--prev-checkpoint"})
-# ... and of a task attempt's (its inputs differ from the last attempt's too).
-_PER_ATTEMPT_FLAGS = _PER_ITEM_FLAGS | {"--inputs"}
+# Arguments of an attempt's command that are its own: its inputs and the places it writes to.
+_PER_ATTEMPT_FLAGS = frozenset({"--inputs", "--dest-dir", "--output-prefix", "--raw-output-data-prefix",
+                                "--checkpoint-path", "--prev-checkpoint"})
 # A worker (a process running the attempts of a group one after another) with none for this long ends.
 WORKER_IDLE_SECONDS = 5.0
 # A zygote that failed to start is not tried again for this long.
@@ -75,18 +73,17 @@ def pyflyte_command(argv: list[str]) -> list[str] | None:
 
 def worker_group(command: list[str]) -> str | None:
     """What the attempts that may share a worker have in common: their command without the attempt's own
-    paths, and for a task (not a map item) without which task of the code it runs. Attempts of one group
-    (the items of one map task; the tasks of one code version) may run one after another in a worker."""
+    inputs and paths, and without which task of the code it runs (its resolver's arguments). Attempts of one
+    group (the tasks of one code version, or the items of its map tasks, in any execution) may run one after
+    another in a worker."""
     inner = command[command.index("--") + 1:] if command[0] == "pyflyte-fast-execute" else command
     if inner[0] not in EXECUTE_COMMANDS:
         return None
     shared = list(command)
-    per_attempt = _PER_ITEM_FLAGS if inner[0] == "pyflyte-map-execute" else _PER_ATTEMPT_FLAGS
     for i, arg in enumerate(shared[:-1]):
-        if arg in per_attempt:
+        if arg in _PER_ATTEMPT_FLAGS:
             shared[i + 1] = ""
-    if inner[0] == "pyflyte-execute" and "--resolver" in shared:
-        # The resolver's own arguments (after its "--") name the task: any task of the code may follow.
+    if "--resolver" in shared:
         at = shared.index("--resolver")
         if "--" in shared[at:]:
             shared = shared[:shared.index("--", at) + 1]
@@ -365,7 +362,8 @@ class WarmPool:
                on_room: Callable[[], None] | None = None) -> WarmAttempt | None:
         """Fork the attempt from its interpreter's zygote; None when it must run cold (nothing started).
 
-        Attempts of one group (by default: the items of one map task, or the tasks of one code version) may run one after another in a worker.
+        Attempts of one group (by default: worker_group's, the tasks of one code version or the items of its
+        map tasks) may run one after another in a worker.
         Raises PoolFull (nothing started) when all `size` slots are taken; `on_room` is called once one frees."""
         command = pyflyte_command(argv)
         if command is None or env.get(RUNTIME_PACKAGES_ENV):

@@ -4,7 +4,7 @@ Run as a script by a task environment's interpreter
 (`python zygote.py <fd> <worker idle seconds> <queue seconds> <processors>`),
 so it needs only the standard library and flytekit, never flytelite. It imports
 `flytekit.bin.entrypoint` once and forks one child per attempt (child.py says what a child does).
-Requests with the same "group" (a map task's items; the tasks of one code version) are served by
+Requests with the same "group" (the tasks of one code version; the items of its map tasks) are served by
 workers: a child that ran one and ended it cleanly waits for the next; a worker idle for the given seconds is
 retired.
 
