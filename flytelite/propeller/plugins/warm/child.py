@@ -4,16 +4,16 @@ Loaded by zygote.py (standard library and flytekit only, never flytelite) before
 An attempt does what `pyflyte-fast-execute … -- pyflyte-execute …` does in a fresh process, minus the
 interpreter start and the imports.
 
-Attempts of one group share a *worker*: a forked child that runs an attempt, cleans up and waits for
-the next one instead of exiting. A group is the attempts of one pyflyte command (`pyflyte-execute`, or
+Attempts of one group share a *worker*: a forked child that runs an attempt, cleans up and waits for the
+next one instead of exiting. A group is the attempts of one pyflyte command (`pyflyte-execute`, or
 `pyflyte-map-execute` for map items) for any task of one code version, in any execution: the same command
-but for the attempt's inputs, paths and the task it names (see pool.worker_group). Each attempt (an "item" below) gets what a fresh process
-would give it: its own environment, working directory, temp folder, log file, random seed, flytekit
-context, root logger and warnings filters, and a fresh import of the task's code (the modules it
-imported from outside the interpreter's installation are removed after it; installed packages stay
-imported, as the zygote's own imports do; flytekit's registries of launch plans and entities are put
-back as they were). A worker is reused only when an item ended as a clean process would (exit code 0,
-no thread or atexit hook left behind, flytekit's type registries untouched); otherwise the worker ends
+but for the attempt's inputs, paths and the task it names (see pool.worker_group). Each attempt (an "item"
+below) gets what a fresh process would give it: its own environment, working directory, temp folder, log
+file, random seed, flytekit context, root logger and warnings filters, and a fresh import of the task's code
+(the modules it imported from outside the interpreter's installation are removed after it; installed
+packages stay imported, as the zygote's own imports do; flytekit's registries of launch plans and entities
+are put back as they were). A worker is reused only when an item ended as a clean process would (exit code
+0, no thread or atexit hook left behind, flytekit's type registries untouched); otherwise the worker ends
 there as the attempt's process, exactly like a one-attempt child, and the next item gets a new one.
 """
 
