@@ -16,7 +16,8 @@ Baselines: flytekit's local execution of the same workflows (in this process), w
 peers' figures for the same two workflows when the peers section ran before (benchmarks/peers.py),
 for the map task flytekit's own cost of its items without flytelite (benchmarks/map_floor.py), and for the
 chain and the map the same server with its home on tmpfs (what the disk's file creation costs), and for the
-map a server with engine.warm_queue_seconds on (off by default), on the disk and on tmpfs.
+map a server with engine.warm_queue_seconds on (off by default), on the disk and on tmpfs, and a server
+whose attempts' folders alone are on tmpfs (engine.attempts_dir), with and without the queue.
 The goals are issue 16's (ahead of Prefect's and Dagster's figures measured on this machine).
 """
 
@@ -42,7 +43,7 @@ from benchmarks.workflows import real_wfs
 
 WARM_OFF = "engine:\n  warm_workers: false\n"
 QUEUE_SECONDS = 0.05
-QUEUE_ON = f"engine:\n  warm_queue_seconds: {QUEUE_SECONDS}\n"
+QUEUE_ON = f"  warm_queue_seconds: {QUEUE_SECONDS}\n"  # a line of the engine section
 MAP_ITEMS = 1000
 COLD_MAP_ITEMS = 100
 BIG_MAP_ITEMS = 10_000
@@ -231,17 +232,26 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
     shm = on_tmpfs(lambda tmp: measure(tmp, "", runs=runs, map_items=MAP_ITEMS, map_runs=runs,
                                        chain_and_map_only=True))
 
-    # The map again with attempts waiting for their group's busy workers while the processors are busy.
-    queued = [measure(root / "queued", QUEUE_ON, runs=runs, map_items=MAP_ITEMS, map_runs=runs,
-                      chain_and_map_only=True),
-              on_tmpfs(lambda tmp: measure(tmp, QUEUE_ON, runs=runs, map_items=MAP_ITEMS, map_runs=runs,
-                                           chain_and_map_only=True))]
+    def map_again(folder: Path, engine: str) -> Measured:
+        return measure(folder, f"engine:\n{engine}" if engine else "", runs=runs, map_items=MAP_ITEMS,
+                       map_runs=runs, chain_and_map_only=True)
+
+    # The map again with attempts waiting for their group's busy workers while the processors are busy (the
+    # home on the disk, then on tmpfs), and with only the attempts' folders on tmpfs (engine.attempts_dir).
+    queue = f"engine.warm_queue_seconds: {QUEUE_SECONDS}"
+    variants = [
+        (queue, map_again(root / "queued", QUEUE_ON)),
+        (f"{queue}, home on tmpfs", on_tmpfs(lambda tmp: map_again(tmp, QUEUE_ON))),
+        ("engine.attempts_dir on tmpfs", on_tmpfs(lambda tmp: map_again(root / "attempts",
+                                                                        f"  attempts_dir: {tmp}\n"))),
+        (f"engine.attempts_dir on tmpfs and {queue}",
+         on_tmpfs(lambda tmp: map_again(root / "attempts_queued", f"  attempts_dir: {tmp}\n{QUEUE_ON}"))),
+    ]
 
     def tmpfs_baseline(values: Callable[[Measured], list[float]], unit: str) -> list[str]:
         return [baseline(TMPFS_BASELINE, values(shm), unit)] if shm is not None else []
 
-    queue_baselines = [baseline(f"engine.warm_queue_seconds: {QUEUE_SECONDS}{where}", m.map, "s")
-                       for m, where in zip(queued, ("", ", home on tmpfs"), strict=True) if m is not None]
+    map_variants = [baseline(label, m.map, "s") for label, m in variants if m is not None]
 
     attempt, cold_attempt = statistics.median(warm.attempts), statistics.median(cold.attempts)
     cold_map_note = f"{COLD_MAP_ITEMS} items, not {MAP_ITEMS:,}: cold processes take ~1.6 s each"
@@ -271,7 +281,7 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
                                 f"items one after another in {os.cpu_count()} processes, each with a fresh "
                                 "import of the task's module"),
                        baseline("warm workers off", cold.map, "s", cold_map_note),
-                       *tmpfs_baseline(lambda m: m.map, "s"), *queue_baselines,
+                       *tmpfs_baseline(lambda m: m.map, "s"), *map_variants,
                        *[baseline(p.peer.title, p.fan_out, "s") for p in peers if not p.error]]).check("<", 2.0),
         Row(f"real tasks: {BIG_MAP_ITEMS:,}-item map_task", warm.big_map, "s", goal="< 15 s",
             note="one run, on the warm server of the rows above; 25 items at once (Flyte's default max parallelism)"

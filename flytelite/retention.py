@@ -171,7 +171,7 @@ def _remove_executions(ctx: Context, chunk: dict[ExecutionKey, _Candidate]) -> N
         for node_id, attempt in attempts.get(key, ()):
             ctx.blobs.delete(attempt_raw_prefix(raw, key, node_id, attempt))
         run = f"{key[0]}-{key[1]}-{key[2]}"
-        for folder in (ctx.config.logs_dir / run, ctx.config.work_dir / run):
+        for folder in (ctx.config.logs_dir / run, ctx.config.work_dir / run, ctx.config.attempts_dir / run):
             shutil.rmtree(folder, ignore_errors=True)
     with ctx.db.session() as s:
         for model, name_col in ((ExecutionTag, ExecutionTag.execution_name),

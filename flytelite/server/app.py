@@ -51,6 +51,7 @@ def build_context(config: Config) -> Context:
     config.home.mkdir(parents=True, exist_ok=True)
     config.logs_dir.mkdir(parents=True, exist_ok=True)
     config.work_dir.mkdir(parents=True, exist_ok=True)
+    config.attempts_dir.mkdir(parents=True, exist_ok=True)
     db = Database(config.db_url)
     db.migrate()
     ctx = Context(config=config, db=db, blobs=BlobStore(config.blob_root, config.s3))

@@ -33,6 +33,7 @@ def probe(tag: str) -> dict[str, str]:
         "task_name": os.environ.get("FLYTE_INTERNAL_TASK_NAME", ""),
         "marker": os.environ.get("FLYTELITE_ATTEMPT", ""),
         "cwd_is_work_dir": str("/work/" in here),
+        "cwd": here,
         "cwd_on_path": str(here in sys.path),
         "repo_on_path": str(any(p.rstrip("/").endswith("/main") for p in sys.path)),
         "tempdir": tempfile.gettempdir(),

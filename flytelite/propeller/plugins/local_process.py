@@ -123,7 +123,7 @@ class LocalProcessPlugin(Plugin):
                      if engine.warm_workers else None)
         # Finished attempts' folders are moved into the trash folder, which one thread at the lowest CPU
         # priority empties; what is left when the server stops is deleted after its next start.
-        self._trash = ctx.config.work_dir / ".trash"
+        self._trash = ctx.config.attempts_dir / ".trash"
         self._cleaner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="work-dir-cleanup",
                                            initializer=_lowest_priority)
         # Whether an emptying of the trash is queued and has not started yet (one covers every folder moved
@@ -176,7 +176,7 @@ class LocalProcessPlugin(Plugin):
         st.status, st.machine, st.output_prefix = AttemptStatus.LAUNCHING, self.machine, tctx.output_prefix
         st.marker = f"{run}/{node}/{tctx.attempt}"
         st.log_path = str(self.ctx.config.logs_dir / run / f"{node}-{tctx.attempt}.log")
-        st.work_dir = str(self.ctx.config.work_dir / run / node / str(tctx.attempt))
+        st.work_dir = str(self.ctx.config.attempts_dir / run / node / str(tctx.attempt))
         output_dir = self.ctx.blobs.local_file(st.output_prefix)
         # A local store: the output folder made now, nothing of this attempt can be running; found there, an
         # earlier life of the server made it and may have started the process (the next round looks for it).

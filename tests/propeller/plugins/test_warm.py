@@ -11,10 +11,12 @@ import os
 import re
 import signal
 import sys
+from pathlib import Path
 
 import pytest
 from flyteidl.core import literals_pb2
 
+from flytelite.config import Config, EngineConfig
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.phases import WorkflowStatusPhase
 from flytelite.propeller.plugins import processes
@@ -23,6 +25,7 @@ from flytelite.propeller.plugins.local_process import LocalProcessPlugin
 from flytelite.propeller.plugins.warm.pool import pyflyte_command, starts_alike, worker_group
 from flytelite.store.flyteworkflow import ExecutionSpec
 from flytelite.store.models import FlyteWorkflow
+from tests.e2e.flyte_cli import wait_for
 from tests.propeller import flyte_tasks as ft
 from tests.propeller import harness as h
 from tests.propeller import warm_tasks as wt
@@ -171,6 +174,33 @@ def test_a_forked_attempt_is_a_fresh_process_in_what_matters(tmp_path):
     # Children of one zygote must not draw the same "random" names (raw outputs would overwrite each other).
     assert a["flyte_random"] != b["flyte_random"] and a["random"] != b["random"]
     assert a["raw_output_prefix"] != b["raw_output_prefix"]
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_attempts_run_in_engine_attempts_dir_and_their_folders_are_deleted_after_them(tmp_path, warm):
+    attempts = tmp_path / "elsewhere" / "attempts"
+    ctx, key, _, status, _ = run_workflow(tmp_path, wt.probe_twice_wf, {}, "probe", warm_workers=warm,
+                                          attempts_dir=str(attempts))
+    assert status.phase == WorkflowStatusPhase.SUCCESS
+    lm = ctx.blobs.read_proto(f"{ctx.blobs.execution_dir(*key)}/end-node/data/0/outputs.pb", literals_pb2.LiteralMap)
+    for output in ("o0", "o1"):
+        facts = {k: v.scalar.primitive.string_value for k, v in lm.literals[output].map.literals.items()}
+        assert facts["cwd"].startswith(f"{attempts}/")
+        if warm:
+            assert facts["tempdir"].startswith(f"{attempts}/")
+    wait_for(lambda: not [p for p in attempts.rglob("*") if not p.is_dir()],
+             "the attempts' folders to be deleted once they ended")
+    assert not list(ctx.config.work_dir.iterdir())  # nothing of the attempts in the home's work folder
+
+
+def test_engine_attempts_dir_is_read_from_the_config_defaults_to_the_work_folder_and_must_be_absolute(tmp_path):
+    path = tmp_path / "flytelite.yaml"
+    path.write_text(f"home: {tmp_path / 'home'}\nengine:\n  attempts_dir: /dev/shm/flytelite\n")
+    assert Config.load(path).attempts_dir == Path("/dev/shm/flytelite")
+    assert Config(home=tmp_path).attempts_dir == tmp_path / "work"
+    assert EngineConfig(attempts_dir="~/attempts").attempts_dir == os.path.expanduser("~/attempts")
+    with pytest.raises(ValueError, match="engine.attempts_dir must be an absolute path, not 'attempts'"):
+        EngineConfig(attempts_dir="attempts")
 
 
 @pytest.mark.parametrize(("argv", "expected"), [
