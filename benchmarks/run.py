@@ -141,7 +141,11 @@ How each row is measured (see the modules in benchmarks/ for the code):
   the execution's max parallelism lets run (25, Flyte's default), each item with its own environment,
   folder, log and a fresh import of the task's code. The 10,000-item map runs once. "home on tmpfs" runs the
   chain and the map again on a server whose home (blob store, attempts' folders and temp folders) is in
-  /dev/shm: the difference is what creating and deleting their files costs on the disk. Hello world is
+  /dev/shm: the difference is what creating and deleting their files costs on the disk; "engine.attempts_dir
+  on tmpfs" runs the map on a server whose home is on the disk and whose attempts' folders alone are in
+  /dev/shm. Servers run one after another: where the disk creates files slowly for minutes after many
+  were deleted (see the README's warm workers), a server's runs also pay for the deletions of the one
+  before it. Hello world is
   timed by the client (`pyflyte run --remote` started to the execution seen SUCCEEDED, polled every 20 ms),
   each run followed by `pyflyte run` of the same file, both from a venv holding flytekit alone (installed
   once, as the peers are): flytelite's own venv holds the test suite's pandas and pyarrow, which
