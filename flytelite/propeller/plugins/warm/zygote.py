@@ -229,7 +229,6 @@ class Zygote:
         try:
             if worker.sock is None:  # retired meanwhile (idle_worker only gives live ones)
                 raise OSError("the worker was retired")
-            child.write_pid_file(request.pid_file, worker.pid, worker.start_time)
             worker.sock.sendall(messages.encode(request))
         except OSError:
             self.retire(worker)  # it is ending: the item gets a process of its own
@@ -237,6 +236,9 @@ class Zygote:
             return
         self.running[worker.pid] = request.id
         self.send(messages.Started(id=request.id, pid=worker.pid, start_time=worker.start_time, reused=True))
+        # After the answer the server's round waits for, before anything else: a server that crashes before it
+        # persisted the pid still finds the worker by this file (the zygote outlives it).
+        _write_pid_file(request.pid_file, worker.pid, worker.start_time)
 
     def fork(self, request: messages.Run, group: str | None) -> None:
         sys.stdout.flush()
@@ -280,10 +282,7 @@ class Zygote:
             theirs.close()
             self.workers[pid] = Worker(pid, ours, group, started)
             self.selector.register(ours, selectors.EVENT_READ, self.workers[pid])
-        try:
-            child.write_pid_file(request.pid_file, pid, started)
-        except OSError as e:
-            print(f"zygote: could not write {request.pid_file}: {e}", file=sys.stderr)
+        _write_pid_file(request.pid_file, pid, started)
         self.send(messages.Started(id=request.id, pid=pid, start_time=started, reused=False))
 
     def become_child(self) -> None:
@@ -352,6 +351,13 @@ class Zygote:
                 self.retire(worker)
             if item is not None:
                 self.send(messages.Exit(pid=pid, code=os.waitstatus_to_exitcode(status)))
+
+
+def _write_pid_file(path: str, pid: int, started: int | None) -> None:
+    try:
+        child.write_pid_file(path, pid, started)
+    except OSError as e:
+        print(f"zygote: could not write {path}: {e}", file=sys.stderr)
 
 
 def kill_group(pid: int, sig: int) -> None:
