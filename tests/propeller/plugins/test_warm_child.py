@@ -3,12 +3,15 @@
 Its clean-up between attempts while another thread imports: flytekit's event loop thread lives on between
 attempts, and an attempt's end is reported before its clean-up runs, so a clean-up that fails there loses
 the next attempt handed to the worker (seen in flytekit's remote suite). And what it keeps between a map
-task's items: the list of inputs they all read."""
+task's items: the list of inputs they all read; between attempts of a code version: its unpacked tarball."""
 
 from __future__ import annotations
 
+import io
 import os
 import sys
+import tarfile
+from pathlib import Path
 
 from flyteidl.core import literals_pb2
 from flytekit.models import literals
@@ -58,3 +61,65 @@ def test_an_attempts_environment_is_exactly_its_own(monkeypatch):
     os.environ.update({"KEPT": "1", "CHANGED": "by the last item", "SET_BY_THE_LAST_ITEM": "x"})
     child._set_environment({"KEPT": "1", "CHANGED": "as the attempt says", "NEW": "2"})
     assert dict(os.environ) == {"KEPT": "1", "CHANGED": "as the attempt says", "NEW": "2"}
+
+
+def _tarball(entries: list[tuple[str, bytes | str | None, int]]) -> bytes:
+    """A gzipped tarball of (name, file content / link target / None for a folder, mode)."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as archive:
+        for i, (name, what, mode) in enumerate(entries):
+            info = tarfile.TarInfo(name)
+            info.mode, info.mtime = mode, 1_700_000_000 + 1000 * i
+            if what is None:
+                info.type = tarfile.DIRTYPE
+                archive.addfile(info)
+            elif isinstance(what, str):
+                info.type, info.linkname = tarfile.SYMTYPE, what
+                archive.addfile(info)
+            else:
+                info.size = len(what)
+                archive.addfile(info, io.BytesIO(what))
+    return out.getvalue()
+
+
+def _tree(root: Path) -> dict[str, tuple]:
+    """Every path under root (root included) with its mode, mtime and content or link target."""
+    tree = {}
+    for path in [root, *root.rglob("*")]:
+        st = path.lstat()
+        what = os.readlink(path) if path.is_symlink() else path.read_bytes() if path.is_file() else None
+        tree[str(path.relative_to(root))] = (oct(st.st_mode), st.st_mtime_ns, what)
+    return tree
+
+
+def _extracted_by_tarfile(data: bytes, dest: Path) -> dict[str, tuple]:
+    dest.mkdir()
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+        archive.extractall(dest, filter="data")
+    return _tree(dest)
+
+
+def test_a_kept_code_tarball_unpacks_as_tarfile_unpacks_it(tmp_path):
+    data = _tarball([(".", None, 0o755), ("pkg", None, 0o750), ("pkg/deep", None, 0o777),
+                     ("pkg/__init__.py", b"", 0o644), ("pkg/deep/wf.py", b"x = 1\n", 0o600),
+                     ("run.sh", b"#!/bin/sh\n", 0o4755), ("late/file.txt", b"a folder not listed", 0o644)])
+    members = child.plain_members(data, str(tmp_path / "first"))
+    assert members is not None and len(members) == 7
+    for attempt in ("first", "second"):  # a worker's attempts each unpack it into their own folder
+        (tmp_path / attempt).mkdir()
+        child.unpack(members, str(tmp_path / attempt))
+    expected = _extracted_by_tarfile(data, tmp_path / "tarfile")
+    assert expected["pkg/deep/wf.py"][2] == b"x = 1\n" and expected["run.sh"][0] == oct(0o100755)
+    for attempt in ("first", "second"):
+        got = _tree(tmp_path / attempt)
+        # A folder the tarball does not list is made when it is unpacked: its time is then, not the tarball's.
+        assert got.pop("late")[::2] == expected["late"][::2]
+        assert got == {name: value for name, value in expected.items() if name != "late"}
+
+
+def test_a_code_tarball_with_links_or_refused_members_is_left_to_tarfile(tmp_path):
+    link = _tarball([("wf.py", b"", 0o644), ("alias.py", "wf.py", 0o777)])
+    assert child.plain_members(link, str(tmp_path)) is None
+    outside = _tarball([("../escape.py", b"", 0o644)])
+    assert child.plain_members(outside, str(tmp_path)) is None
+    assert child.plain_members(b"not a tarball", str(tmp_path)) is None
