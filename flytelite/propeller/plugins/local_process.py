@@ -176,7 +176,9 @@ class LocalProcessPlugin(Plugin):
         st.status, st.machine, st.output_prefix = AttemptStatus.LAUNCHING, self.machine, tctx.output_prefix
         st.marker = f"{run}/{node}/{tctx.attempt}"
         st.log_path = str(self.ctx.config.logs_dir / run / f"{node}-{tctx.attempt}.log")
-        st.work_dir = str(self.ctx.config.attempts_dir / run / node / str(tctx.attempt))
+        # Named as its log is: one new folder per attempt, not a node folder and an attempt folder (each a new
+        # inode, made in the round that starts the attempt; a map task's every item is a node of its own).
+        st.work_dir = str(self.ctx.config.attempts_dir / run / f"{node}-{tctx.attempt}")
         output_dir = self.ctx.blobs.local_file(st.output_prefix)
         # A local store: the output folder made now, nothing of this attempt can be running; found there, an
         # earlier life of the server made it and may have started the process (the next round looks for it).
