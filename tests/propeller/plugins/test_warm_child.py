@@ -14,6 +14,7 @@ import tarfile
 from pathlib import Path
 
 from flyteidl.core import literals_pb2
+from flytekit.core import utils
 from flytekit.models import literals
 
 from flytelite.propeller.plugins.warm import child
@@ -41,18 +42,28 @@ def _integers(count: int) -> literals_pb2.LiteralMap:
         collection=literals_pb2.LiteralCollection(literals=values))})
 
 
-def test_a_map_items_list_of_inputs_is_parsed_once_per_worker(monkeypatch):
-    """Every item of a map task reads the whole list; a list of 300 integers (~2.6 kB) took ~1 ms of each item
-    to parse again."""
+def test_a_map_items_list_of_inputs_is_parsed_once_per_worker(monkeypatch, tmp_path):
+    """Every item of a map task reads the whole list from its inputs file, as flytekit's entrypoint does; a
+    list of 300 integers (~2.6 kB) took ~1 ms of each item to parse again."""
     monkeypatch.setattr(literals.LiteralMap, "from_flyte_idl", literals.LiteralMap.__dict__["from_flyte_idl"])
+    monkeypatch.setattr(utils, "load_proto_from_file", utils.load_proto_from_file)
     child._remember_large_input_maps()
-    parse = literals.LiteralMap.from_flyte_idl
-    first = parse(_integers(300))
-    assert parse(_integers(300)) is first  # the next item's file: the same list
-    other = parse(_integers(301))
+
+    def read(inputs: literals_pb2.LiteralMap, name: str) -> literals.LiteralMap:
+        path = tmp_path / name
+        path.write_bytes(inputs.SerializeToString())
+        return literals.LiteralMap.from_flyte_idl(utils.load_proto_from_file(literals_pb2.LiteralMap, str(path)))
+
+    first = read(_integers(300), "item-0.pb")
+    assert read(_integers(300), "item-1.pb") is first  # the next item's file: the same list
+    other = read(_integers(301), "item-2.pb")
     assert other is not first and len(other.literals["x"].collection.literals) == 301
-    # A task's few scalar inputs are parsed each time.
-    assert parse(_integers(1)) is not parse(_integers(1))
+    assert [v.scalar.primitive.integer for v in other.literals["x"].collection.literals] == list(range(301))
+    # A task's few scalar inputs are parsed each time, and a map parsed from elsewhere is never taken for it.
+    assert read(_integers(1), "task-0.pb") is not read(_integers(1), "task-1.pb")
+    assert literals.LiteralMap.from_flyte_idl(_integers(301)) is not other
+    # Other protos are read as flytekit reads them.
+    assert utils.load_proto_from_file(literals_pb2.LiteralMap, str(tmp_path / "item-2.pb")) == _integers(301)
 
 
 def test_an_attempts_environment_is_exactly_its_own(monkeypatch):

@@ -264,21 +264,43 @@ def _copy_structure(value):
 
 
 def _remember_large_input_maps() -> None:
-    """Each map item parses the whole input list into flytekit's models, then takes its own item: the same
-    file for every sibling. The last large map parsed is kept and given again for an identical proto."""
+    """Each map item reads the whole input list from its inputs file, parses it into a proto and that into
+    flytekit's models, then takes its own item: the same file for every sibling. The last large inputs file
+    read is kept with its proto and models, given again when a later item's file holds the same bytes.
+    Comparing the bytes is a memcmp; comparing the parsed protos, as this did before, took 1.2 ms of each
+    item of a 10,000-item list, and parsing its file 0.4 ms."""
+    from flyteidl.core import literals_pb2
+    from flytekit.core import utils
     from flytekit.models import literals
 
+    load = getattr(utils, "load_proto_from_file", None)
+    if load is None:
+        return  # a flytekit that reads its inputs otherwise: each item parses them
     parse = literals.LiteralMap.from_flyte_idl.__func__
-    last: list = []
+    last: dict = {}  # data: the file's bytes, proto: parsed from them, model: flytekit's, once asked for
+
+    def load_proto_from_file(pb2_type, path):
+        if pb2_type is not literals_pb2.LiteralMap:
+            return load(pb2_type, path)
+        with open(path, "rb") as f:
+            data = f.read()
+        if len(data) >= MEMO_MIN_BYTES and last.get("data") == data:
+            return last["proto"]
+        proto = pb2_type()
+        proto.ParseFromString(data)
+        if len(data) >= MEMO_MIN_BYTES:
+            last.clear()
+            last.update(data=data, proto=proto)
+        return proto
 
     def from_flyte_idl(cls, pb2_object):
-        if cls is literals.LiteralMap and last and last[0] == pb2_object:
-            return last[1]
-        model = parse(cls, pb2_object)
-        if cls is literals.LiteralMap and pb2_object.ByteSize() >= MEMO_MIN_BYTES:
-            last[:] = [pb2_object, model]
-        return model
+        if cls is not literals.LiteralMap or pb2_object is not last.get("proto"):
+            return parse(cls, pb2_object)
+        if "model" not in last:
+            last["model"] = parse(cls, pb2_object)
+        return last["model"]
 
+    utils.load_proto_from_file = load_proto_from_file
     literals.LiteralMap.from_flyte_idl = classmethod(from_flyte_idl)
 
 
