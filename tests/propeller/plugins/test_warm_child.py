@@ -3,10 +3,14 @@
 Its clean-up between attempts while another thread imports: flytekit's event loop thread lives on between
 attempts, and an attempt's end is reported before its clean-up runs, so a clean-up that fails there loses
 the next attempt handed to the worker (seen in flytekit's remote suite). And what it keeps between a map
-task's items: the list of inputs they all read; between attempts of a code version: its unpacked tarball."""
+task's items: the list of inputs they all read; between attempts of a code version: its unpacked tarball and
+its compiled modules."""
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
+import inspect
 import io
 import os
 import sys
@@ -64,6 +68,64 @@ def test_a_map_items_list_of_inputs_is_parsed_once_per_worker(monkeypatch, tmp_p
     assert literals.LiteralMap.from_flyte_idl(_integers(301)) is not other
     # Other protos are read as flytekit reads them.
     assert utils.load_proto_from_file(literals_pb2.LiteralMap, str(tmp_path / "item-2.pb")) == _integers(301)
+
+
+TASK_MODULE = """
+def outer():
+    def inner():
+        raise ValueError("from the task")
+    return inner
+
+
+class Step:
+    def run(self):
+        return [n for n in range(3)]
+"""
+
+
+def _import_from(folder: Path, source: str):
+    folder.mkdir()
+    path = folder / "task_module.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"task_module_{folder.name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_an_items_fresh_import_of_the_same_source_is_compiled_once_per_worker(monkeypatch, tmp_path):
+    """Each item imports the task's modules from a folder of its own: compiled once per worker, the same code
+    objects given to each later import with that import's file name (tracebacks and inspect read the item's
+    own file), and no bytecode written into the later items' folders."""
+    loader = importlib.machinery.SourceFileLoader
+    monkeypatch.setattr(loader, "get_code", loader.get_code)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    compiled = []
+    source_to_code = loader.source_to_code
+    monkeypatch.setattr(loader, "source_to_code",
+                        lambda self, data, path, **kw: compiled.append(path) or source_to_code(self, data, path, **kw))
+    child._remember_compiled_code()
+
+    first = _import_from(tmp_path / "item-0", TASK_MODULE)
+    assert len(compiled) == 1 and (tmp_path / "item-0" / "__pycache__").is_dir()  # the first import: as usual
+    second = _import_from(tmp_path / "item-1", TASK_MODULE)
+    assert len(compiled) == 1 and not (tmp_path / "item-1" / "__pycache__").exists()
+    own = str(tmp_path / "item-1" / "task_module.py")
+    inner = second.outer()
+    assert {second.outer.__code__.co_filename, inner.__code__.co_filename,
+            second.Step.run.__code__.co_filename} == {own}
+    assert first.outer.__code__.co_filename == str(tmp_path / "item-0" / "task_module.py")
+    assert inspect.getsource(second.Step.run).strip().startswith("def run(self):") and second.Step().run() == [0, 1, 2]
+    try:
+        inner()
+    except ValueError as e:
+        assert e.__traceback__.tb_next.tb_frame.f_code.co_filename == own
+    # Another source is compiled from its own text.
+    third = _import_from(tmp_path / "item-2", TASK_MODULE.replace("range(3)", "range(4)"))
+    assert len(compiled) == 2 and third.Step().run() == [0, 1, 2, 3]
+    # Installed modules load as the interpreter loads them.
+    assert loader("json.decoder", importlib.util.find_spec("json.decoder").origin).get_code("json.decoder")
+    assert len(compiled) == 2
 
 
 def test_an_attempts_environment_is_exactly_its_own(monkeypatch):

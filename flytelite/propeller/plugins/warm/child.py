@@ -30,6 +30,7 @@ import tarfile
 import tempfile
 import threading
 import traceback
+import types
 import warnings
 import weakref
 import zlib
@@ -55,6 +56,8 @@ _PATH_FINDER = importlib.machinery.PathFinder
 # it into flytekit's models costs ~40 times what comparing it with the last one does (a list of 60 integers
 # is ~500 bytes and takes ~0.2 ms; 300, ~1.2 ms).
 MEMO_MIN_BYTES = 512
+# Source of the task's modules up to this size is kept compiled for the worker's next imports.
+MAX_COMPILED_SOURCE_BYTES = 32 << 20
 # A code tarball up to this size is kept in memory for the worker's next attempt.
 MAX_KEPT_DISTRIBUTION_BYTES = 16 << 20
 
@@ -131,6 +134,7 @@ def serve_items(request: messages.Run, session_fd: int, sock: socket.socket) -> 
     """Run `request`, then each item of its group the zygote sends, while items end cleanly; the exit code."""
     _become_attempt_process(request, session_fd)
     _remember_large_input_maps()
+    _remember_compiled_code()
     # Started once, before the baseline, so that an item that starts nothing of its own leaves the process as
     # it found it: flytekit's sync-over-async runner (a daemon thread, an atexit hook) and weakref.finalize's
     # atexit hook (registered with the first finalizer, e.g. of a TemporaryDirectory). flytekit before 1.14
@@ -302,6 +306,44 @@ def _remember_large_input_maps() -> None:
 
     utils.load_proto_from_file = load_proto_from_file
     literals.LiteralMap.from_flyte_idl = classmethod(from_flyte_idl)
+
+
+def _remember_compiled_code() -> None:
+    """Each item imports the task's code afresh from its own folder, where no bytecode is cached yet: Python
+    compiled each module and wrote its bytecode there (a folder and a file, deleted with the attempt's).
+    A module outside the interpreter's installation is compiled once per worker for the same source, and its
+    code objects given to each later import under that import's file name; its bytecode is written (or read)
+    as usual only by the worker's first import of that source. Importing the benchmarks' module from a new
+    folder took 2.06 ms, 1.64 ms so."""
+    loader = importlib.machinery.SourceFileLoader
+    get_code = loader.get_code
+    compiled: dict[bytes, types.CodeType] = {}
+    kept_bytes = 0
+
+    def remembering_get_code(self, fullname):
+        nonlocal kept_bytes
+        path = self.get_filename(fullname)
+        if path.startswith(INSTALLATION) or _installed(os.path.dirname(path)):
+            return get_code(self, fullname)
+        source = self.get_data(path)
+        code = compiled.get(source)
+        if code is not None:
+            return _with_filename(code, path)
+        code = get_code(self, fullname)
+        if kept_bytes + len(source) > MAX_COMPILED_SOURCE_BYTES:
+            compiled.clear()
+            kept_bytes = 0
+        compiled[source] = code
+        kept_bytes += len(source)
+        return code
+
+    loader.get_code = remembering_get_code  # type: ignore[method-assign]  # the worker's own import system
+
+
+def _with_filename(code: types.CodeType, path: str) -> types.CodeType:
+    """`code` and the code objects in it (functions, classes, comprehensions) as compiled from `path`."""
+    consts = tuple(_with_filename(c, path) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename=path, co_consts=consts)
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -522,14 +564,15 @@ def _installed(path) -> bool:
 
 
 def _push_file_access() -> None:
-    """A FileAccessProvider built from the attempt's environment, sandboxed in its temp dir."""
+    """A FileAccessProvider built from the attempt's environment, sandboxed in its temp dir (the attempt's own,
+    new and empty: flytekit's folder in it needs no random name of its own)."""
     from flytekit.configuration import DataConfig
     from flytekit.core.context_manager import FlyteContextManager
     from flytekit.core.data_persistence import FileAccessProvider
 
-    root = tempfile.mkdtemp(prefix="flyte-")
-    provider = FileAccessProvider(local_sandbox_dir=os.path.join(root, "sandbox"),
-                                  raw_output_prefix=os.path.join(root, "raw"), data_config=DataConfig.auto())
+    root = tempfile.gettempdir()
+    provider = FileAccessProvider(local_sandbox_dir=root, raw_output_prefix=os.path.join(root, "raw"),
+                                  data_config=DataConfig.auto())
     ctx = FlyteContextManager.current_context().new_builder().with_file_access(provider).build()
     FlyteContextManager.push_context(ctx)
 
