@@ -506,7 +506,8 @@ def _ensure_dest_dir(argv: list[str], work_dir: Path) -> list[str]:
                 argv[i + 1] = str(path)
             else:
                 path = work_dir / dest
-            path.mkdir(parents=True, exist_ok=True)
+            if path != work_dir:  # flytekit's default, ".", is the attempt's folder, made already
+                path.mkdir(parents=True, exist_ok=True)
             break
     return argv
 

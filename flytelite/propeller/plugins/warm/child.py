@@ -358,6 +358,7 @@ def start_time(pid: int) -> int | None:
 
 
 def write_pid_file(path: str, pid: int, started: int | None) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)  # the attempt's scratch folder, made by its first writer
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w") as f:
         f.write(f"{pid} {started}\n")

@@ -220,8 +220,9 @@ class ZygoteHandle:
 
     def run(self, command: list[str], env: dict[str, str], cwd: str, log_path: str,
             group: str | None = None) -> WarmAttempt:
+        # The scratch folder is made by whoever writes into it first (the pid file, the temp dir): not in the
+        # round that waits for the attempt to start.
         scratch = scratch_dir(cwd)
-        os.makedirs(scratch, exist_ok=True)
         future: Future = Future()
         with self._lock:
             self._next_id += 1
