@@ -33,7 +33,7 @@ from flytelite.propeller.status import ErrorInfo, WorkflowStatus, iso
 from flytelite.propeller.workflow import ExecutableWorkflow
 from flytelite.store.flyteworkflow import ExecutionSpec
 from flytelite.store.models import FlyteWorkflow
-from flytelite.store.statements import changed_rows
+from flytelite.store.statements import DriverQuery, changed_rows
 
 log = logging.getLogger(__name__)
 # Every round reads and writes one row: the statements are built once (building one, and its cache key, took
@@ -94,6 +94,7 @@ class WorkflowExecutor:
         # instead of parsing the row again, when the row still holds that JSON.
         self._statuses: dict[ExecutionKey, tuple[str, WorkflowStatus]] = {}
         self._write_status = leases.fence(_WRITE_STATUS) if leases is not None else _WRITE_STATUS
+        self._read_round = DriverQuery(_READ_ROUND, ctx.db.engine.dialect)
 
     def handle(self, key: ExecutionKey) -> RoundResult:
         """Evaluate one execution; raises if the round failed (its status is then not persisted)."""
@@ -101,9 +102,8 @@ class WorkflowExecutor:
         kept = self._statuses.pop(key, None)
         held = self._workflows.get(key)
         with self.ctx.db.reading() as connection:
-            row = connection.execute(_READ_ROUND, {**_key_params(key), "held": held is not None,
-                                                   "kept_status": kept[0] if kept is not None else None}
-                                     ).one_or_none()
+            row = self._read_round.one_or_none(connection, {**_key_params(key), "held": held is not None,
+                                                            "kept_status": kept[0] if kept is not None else None})
         if row is None or row.done:
             self._workflows.pop(key, None)
             return RoundResult(done=True)

@@ -18,9 +18,12 @@ from flyteidl.core import identifier_pb2 as idpb
 from sqlalchemy import select
 
 from flytelite import errors
+from flytelite.context import ExecutionKey
+from flytelite.propeller.workflow_executor import _READ_ROUND, _key_params
 from flytelite.store import executions as repo
 from flytelite.store.db import MIGRATIONS_DIR
-from flytelite.store.models import Execution
+from flytelite.store.models import Execution, FlyteWorkflow
+from flytelite.store.statements import DriverQuery
 from tests.admin.execution_harness import T0, WF, D, Harness, P
 
 
@@ -111,3 +114,24 @@ def test_a_terminate_while_another_writer_holds_the_execution_keeps_both_changes
     assert outcome == [None]  # it waited for the lock, then read the archived closure
     assert closure.abort_metadata.cause == "stop it"
     assert closure.phase == core.WorkflowExecution.ABORTING
+
+
+def test_the_engines_round_read_on_the_drivers_connection_reads_what_sqlalchemy_reads(h):
+    h.create("pipeline_fixed", name="read")
+    query = DriverQuery(_READ_ROUND, h.ctx.db.engine.dialect)
+    with h.ctx.db.reading() as connection:
+        status = connection.execute(select(FlyteWorkflow.status_json)).scalar_one()
+        cases = [(held, kept) for held in (False, True) for kept in (None, status, status + " ")]
+        for key in (ExecutionKey(P, D, "read"), ExecutionKey(P, D, "missing")):
+            for held, kept in cases:
+                params = {**_key_params(key), "held": held, "kept_status": kept}
+                expected = connection.execute(_READ_ROUND, params).one_or_none()
+                got = query.one_or_none(connection, params)
+                if expected is None:
+                    assert got is None
+                    continue
+                assert got is not None and got._asdict().keys() == expected._asdict().keys()
+                assert tuple(got) == tuple(expected)
+                # What the round relies on: the workflow and spec only when not held, the status only when changed.
+                assert (got.closure_pb is None) == held and (got.status_json is None) == (kept == status)
+                assert not got.done and got.abort_cause is None
