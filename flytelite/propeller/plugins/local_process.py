@@ -24,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -63,6 +64,11 @@ PYTHON_NAMES = re.compile(r"^python(3(\.\d+)?)?$")
 KILL_GRACE_SECONDS = 3.0
 # Poll interval for a process we cannot get exit notifications for.
 POLL_SECONDS = 1.0
+# How long a sweep of the trash waits before it starts. A folder is moved there in the round that starts the
+# finished attempt's successor: a sweep at once took the GIL from that round (rmtree is Python between its
+# system calls) and made it ~0.3 ms slower; later, it runs while the successor's task does, with what the
+# rounds of the meantime moved there.
+SWEEP_DELAY_SECONDS = 0.02
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -410,6 +416,7 @@ class LocalProcessPlugin(Plugin):
 
     def _sweep(self) -> None:
         """Delete every folder in the trash (in the cleaner thread)."""
+        time.sleep(SWEEP_DELAY_SECONDS)
         with self._lock:
             self._sweep_queued = False  # a folder moved there from now on queues the next sweep
         try:
