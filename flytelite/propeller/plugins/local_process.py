@@ -24,7 +24,6 @@ import shutil
 import signal
 import subprocess
 import threading
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -64,10 +63,10 @@ PYTHON_NAMES = re.compile(r"^python(3(\.\d+)?)?$")
 KILL_GRACE_SECONDS = 3.0
 # Poll interval for a process we cannot get exit notifications for.
 POLL_SECONDS = 1.0
-# How long a sweep of the trash waits before it starts. A folder is moved there in the round that starts the
-# finished attempt's successor: a sweep at once took the GIL from that round (rmtree is Python between its
-# system calls) and made it ~0.3 ms slower; later, it runs while the successor's task does, with what the
-# rounds of the meantime moved there.
+# How long a sweep of finished attempts' folders waits before it starts. A folder is handed over in the round
+# that starts the finished attempt's successor: a sweep at once took the GIL from that round (rmtree is Python
+# between its system calls) and made it ~0.3 ms slower; later, it runs while the successor's task does, with
+# what the rounds of the meantime handed over.
 SWEEP_DELAY_SECONDS = 0.02
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -127,19 +126,24 @@ class LocalProcessPlugin(Plugin):
         self.warm = (WarmPool(ctx.config.logs_dir, engine.warm_start_seconds, size=engine.warm_pool_size,
                               queue_seconds=engine.warm_queue_seconds)
                      if engine.warm_workers else None)
-        # Finished attempts' folders are moved into the trash folder, which one thread at the lowest CPU
-        # priority empties; what is left when the server stops is deleted after its next start.
+        # Finished attempts' folders are deleted where they are by one thread at the lowest CPU priority. Those
+        # it has not deleted when the server stops are moved into the trash folder, which the next start empties.
         self._trash = ctx.config.attempts_dir / ".trash"
         self._cleaner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="work-dir-cleanup",
                                            initializer=_lowest_priority)
-        # Whether an emptying of the trash is queued and has not started yet (one covers every folder moved
-        # there before it starts: a hand-over to the thread per folder was a twentieth of a chain's rounds).
+        # Folders to delete, and whether a sweep is queued and has not started yet (one covers every folder
+        # handed over before it starts: a hand-over to the thread per folder was a twentieth of a chain's rounds).
+        self._doomed: list[str] = []
         self._sweep_queued = False
+        self._closing = threading.Event()
 
     def setup(self, loop) -> None:
         self._loop = loop
         self.watcher.bind(loop)
-        self._queue_sweep()
+        try:
+            self._cleaner.submit(_empty, self._trash)
+        except RuntimeError:  # closed already
+            pass
         if self.warm is not None:
             self.warm.prestart(self.ctx.config.interpreter_for(""))
 
@@ -148,7 +152,14 @@ class LocalProcessPlugin(Plugin):
         if self.warm is not None:
             self.warm.close()
         # Not waited for: deleting a thousand finished attempts' folders took a loaded machine many seconds.
+        # What is left is moved into the trash, for the next start (a folder the thread is deleting meanwhile
+        # may be moved half-deleted: the next start deletes the rest).
+        self._closing.set()
         self._cleaner.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            doomed, self._doomed = self._doomed, []
+        for path in doomed:
+            _move_to_trash(path, self._trash)
 
     # -- the attempt's life ------------------------------------------------------------------
     def handle(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
@@ -388,43 +399,27 @@ class LocalProcessPlugin(Plugin):
             self._discard(scratch_dir(st.work_dir))
 
     def _discard(self, path: str) -> None:
-        """Move a folder aside now and delete it in the background: deleting an attempt's unpacked code in
-        the round delayed the next node by milliseconds per task."""
-        trash = self._trash / uuid.uuid4().hex
-        try:
-            try:
-                os.rename(path, trash)
-            except FileNotFoundError:
-                if not os.path.exists(path):
-                    return
-                self._trash.mkdir(parents=True, exist_ok=True)  # the first one
-                os.rename(path, trash)
-        except OSError:
-            shutil.rmtree(path, ignore_errors=True)
-            return
-        self._queue_sweep()
-
-    def _queue_sweep(self) -> None:
+        """Delete a folder in the background: deleting an attempt's unpacked code in the round delayed the next
+        node by milliseconds per task, and moving it aside first cost the round a rename."""
         with self._lock:
+            self._doomed.append(path)
             if self._sweep_queued:
                 return
             self._sweep_queued = True
         try:
             self._cleaner.submit(self._sweep)
-        except RuntimeError:  # closed: deleted after the next start
+        except RuntimeError:  # closed: close() moved it into the trash, deleted after the next start
             pass
 
     def _sweep(self) -> None:
-        """Delete every folder in the trash (in the cleaner thread)."""
-        time.sleep(SWEEP_DELAY_SECONDS)
+        """Delete the folders handed over so far (in the cleaner thread)."""
+        if self._closing.wait(SWEEP_DELAY_SECONDS):
+            return  # close() moves them into the trash
         with self._lock:
-            self._sweep_queued = False  # a folder moved there from now on queues the next sweep
-        try:
-            left = list(self._trash.iterdir())
-        except OSError:
-            return
-        for folder in left:
-            shutil.rmtree(folder, ignore_errors=True)
+            doomed, self._doomed = self._doomed, []
+            self._sweep_queued = False  # a folder handed over from now on queues the next sweep
+        for path in doomed:
+            shutil.rmtree(path, ignore_errors=True)
 
     # -- the command -----------------------------------------------------------------------
     def _command(self, tctx: TaskExecutionContext, st: AttemptState) -> tuple[list[str], dict[str, str]]:
@@ -517,6 +512,24 @@ def _ensure_dest_dir(argv: list[str], work_dir: Path) -> list[str]:
                 path.mkdir(parents=True, exist_ok=True)
             break
     return argv
+
+
+def _empty(folder: Path) -> None:
+    """Delete what is in `folder` (the trash: what an earlier life of the server did not get to delete)."""
+    try:
+        left = list(folder.iterdir())
+    except OSError:
+        return
+    for path in left:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _move_to_trash(path: str, trash: Path) -> None:
+    try:
+        trash.mkdir(parents=True, exist_ok=True)
+        os.rename(path, trash / uuid.uuid4().hex)
+    except OSError:
+        pass  # gone already (or never made)
 
 
 def _lowest_priority() -> None:

@@ -151,24 +151,42 @@ def _gone(pid: int, timeout: float = 10) -> bool:
     return False
 
 
-def test_folders_left_in_the_trash_by_a_stopped_server_are_deleted_after_the_next_start(tmp_path):
-    """close() does not wait for finished attempts' folders to be deleted (a thousand of them kept a loaded
-    machine's server stopping for seconds); the next start deletes what was left."""
+def test_finished_attempts_folders_are_deleted_in_the_background_and_what_a_stop_left_after_the_next_start(
+        tmp_path, monkeypatch):
+    """A finished attempt's folders are deleted where they are, by the cleaner thread. close() does not wait
+    for that (a thousand of them kept a loaded machine's server stopping for seconds): it moves what is left
+    into the trash, which the next start empties."""
     ctx = h.make_context(tmp_path, warm_workers=False)
-    left = ctx.config.work_dir / ".trash" / "left-by-an-earlier-server"
+    trash = ctx.config.work_dir / ".trash"
+    left = trash / "left-by-an-earlier-server"
     (left / "code").mkdir(parents=True)
     (left / "code" / "wf.py").write_text("x = 1\n")
-    attempt = ctx.config.work_dir / "run" / "n0" / "0"
-    attempt.mkdir(parents=True)
+    attempts = [ctx.config.work_dir / "run" / f"n{i}-0" for i in range(2)]
+    for attempt in attempts:
+        (attempt / "code").mkdir(parents=True)
+        (attempt / "code" / "wf.py").write_text("x = 1\n")
     plugin = LocalProcessPlugin(ctx)
     loop = asyncio.new_event_loop()
     try:
         plugin.setup(loop)
         wait_for(lambda: not left.exists(), "the folder left in the trash to be deleted")
-        plugin._discard(str(attempt))
-        assert not attempt.exists()  # moved aside at once, deleted in the background
-        wait_for(lambda: not any((ctx.config.work_dir / ".trash").iterdir()), "the attempt's folder to be deleted")
+        plugin._discard(str(attempts[0]))
+        wait_for(lambda: not attempts[0].exists(), "the attempt's folder to be deleted")
+        assert not any(trash.iterdir())  # deleted where it was, not moved
+        # A sweep that has not started when the server stops: its folder goes into the trash.
+        monkeypatch.setattr("flytelite.propeller.plugins.local_process.SWEEP_DELAY_SECONDS", 60.0)
+        plugin._discard(str(attempts[1]))  # queues a sweep that waits
+        plugin._discard(str(attempts[1]))  # handed over again meanwhile: still one sweep, one move
     finally:
         plugin.close()
         loop.close()
-
+    assert not attempts[1].exists()
+    assert [sorted(p.relative_to(d).as_posix() for p in d.rglob("*")) for d in trash.iterdir()] == [["code", "code/wf.py"]]
+    second = LocalProcessPlugin(ctx)
+    loop = asyncio.new_event_loop()
+    try:
+        second.setup(loop)
+        wait_for(lambda: not any(trash.iterdir()), "the trash to be emptied after the next start")
+    finally:
+        second.close()
+        loop.close()
