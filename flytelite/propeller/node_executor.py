@@ -234,7 +234,7 @@ class NodeExecutor:
         if refusal is not None:
             self._transition(nctx, refusal, NodeStatusPhase.FAILED)
             return False
-        rnd.ctx.blobs.write_proto(nctx.input_uri, inputs)
+        rnd.ctx.blobs.write_unread_proto(nctx.input_uri, inputs)
         st.queued_at = iso(rnd.now)
         self._transition(nctx, PhaseInfo(EPhase.QUEUED, reason="node queued"), NodeStatusPhase.QUEUED)
         return True

@@ -36,6 +36,11 @@ _tmp_counter = itertools.count()
 LOCAL_SCHEME = "local://"
 
 
+def _create(file: str) -> int:
+    """A new file's descriptor; FileExistsError if it is there."""
+    return os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+
+
 def local_path(uri: str) -> str | None:
     """The file path a local blob URI names (local://, file:// or a plain absolute path); None otherwise."""
     if uri.startswith(LOCAL_SCHEME):
@@ -157,6 +162,26 @@ class BlobStore:
 
     def write_proto(self, path: str, msg: Message) -> None:
         self.write_bytes(path, msg.SerializeToString())
+
+    def write_unread_proto(self, path: str, msg: Message) -> None:
+        """Write a file nothing reads until the caller says it is there (a node's inputs, before the node is
+        queued): a new local file is written in place, without write_bytes's rename; one that exists (a crash
+        cut its writing short, or a process that an earlier life of the server started may be reading it) is
+        replaced whole, as write_bytes does."""
+        file = self.local_file(path)
+        if file is None:
+            self.write_bytes(path, msg.SerializeToString())
+            return
+        try:
+            fd = _create(file)
+        except FileNotFoundError:  # the directory is new (creating it only then saves a mkdir per write)
+            os.makedirs(os.path.dirname(file), exist_ok=True)
+            fd = _create(file)
+        except FileExistsError:
+            self.write_bytes(path, msg.SerializeToString())
+            return
+        with open(fd, "wb") as f:
+            f.write(msg.SerializeToString())
 
     def makedirs(self, path: str) -> None:
         file = self.local_file(path)
