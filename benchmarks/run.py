@@ -101,6 +101,10 @@ def main() -> None:
     out = args.out or RESULTS / ("latest.md" if args.only is None else "partial.md")
     started = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="flytelite-bench-"))
+    # What every process of the run writes to its temp folder (flytekit makes a sandbox folder per local run
+    # and per map item and leaves it: ~4,000 of them in a run) goes with the run's folder.
+    (root / "tmp").mkdir()
+    os.environ["TMPDIR"] = tempfile.tempdir = str(root / "tmp")
     try:
         rows = []
         every = sections(root, args.runs)
