@@ -1,8 +1,8 @@
 """The local-process plugin: runs a task's container command as a process on this machine.
 
 The container image names a Python environment (config `images`), not something to pull. Each
-attempt runs in its own working directory with its own log file; results are the files the task
-entrypoint writes under the output prefix (outputs.pb, error.pb, futures.pb), never the exit code.
+attempt runs in its own working directory and temp folder with its own log file; results are the files
+the task entrypoint writes under the output prefix (outputs.pb, error.pb, futures.pb), never the exit code.
 
 Durability: an attempt is recorded as "launching", then started; the pid and its start time are
 recorded so that after a restart a live process is adopted and waited for, and a dead one is judged by
@@ -258,7 +258,11 @@ class LocalProcessPlugin(Plugin):
             proc = self.warm.launch(argv, env, cwd, log_path, on_room=on_room)
             if proc is not None:
                 return proc
-        return processes.spawn(argv, env, cwd, log_path)
+        # Its own temp folder, deleted with the attempt's folders, as a worker gives its items: flytekit leaves
+        # a sandbox folder (with copies of the inputs and outputs) in it on every run.
+        tmp = os.path.join(scratch_dir(cwd), "tmp")
+        os.makedirs(tmp, exist_ok=True)
+        return processes.spawn(argv, {**env, "TMPDIR": tmp}, cwd, log_path)
 
     def _started(self, tctx, st: AttemptState, pid: int, started: int | None, proc) -> PluginPhaseInfo:
         st.status, st.pid, st.start_time = AttemptStatus.RUNNING, pid, started
