@@ -57,6 +57,23 @@ def probe_twice_wf() -> tuple[dict[str, str], dict[str, str]]:
 
 
 @task
+def count_through_a_manager(n: int) -> int:
+    """multiprocessing.Manager() listens on a unix socket two folders below the temp folder."""
+    import multiprocessing
+
+    with multiprocessing.Manager() as manager:
+        shared = manager.list()
+        for i in range(n):
+            shared.append(i)
+        return len(shared)
+
+
+@workflow
+def manager_wf(n: int) -> int:
+    return count_through_a_manager(n=n)
+
+
+@task
 def spawn_and_sleep(marker_dir: str, seconds: float) -> int:
     """Starts a subprocess of its own (a kill must reach it too), then sleeps."""
     child = subprocess.Popen(["sleep", str(seconds)])

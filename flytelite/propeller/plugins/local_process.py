@@ -16,6 +16,7 @@ process, so it judges the attempt by its files at once (no result: a retryable s
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import posixpath
@@ -23,6 +24,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -129,6 +131,10 @@ class LocalProcessPlugin(Plugin):
         # Finished attempts' folders are deleted where they are by one thread at the lowest CPU priority. Those
         # it has not deleted when the server stops are moved into the trash folder, which the next start empties.
         self._trash = ctx.config.attempts_dir / ".trash"
+        # Attempts' temp folders (see _temp_dir), one folder per attempts folder (servers on one machine each
+        # have their own).
+        where = hashlib.sha1(str(ctx.config.attempts_dir.resolve()).encode()).hexdigest()[:10]
+        self._temp_root = os.path.join(tempfile.gettempdir(), f"flytelite-{where}")
         self._cleaner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="work-dir-cleanup",
                                            initializer=_lowest_priority)
         # Folders to delete, and whether a sweep is queued and has not started yet (one covers every folder
@@ -240,7 +246,8 @@ class LocalProcessPlugin(Plugin):
         argv = _ensure_dest_dir(argv, work_dir)
         Path(st.log_path).parent.mkdir(parents=True, exist_ok=True)
         try:
-            proc = self._spawn(argv, env, str(work_dir), st.log_path, on_room=lambda: tctx.wake(None))
+            proc = self._spawn(argv, env, str(work_dir), st.log_path, self._temp_dir(st.marker),
+                               on_room=lambda: tctx.wake(None))
         except PoolFull as e:
             # A new phase version: the wait is reported once (TaskExecutionEvent QUEUED with this reason).
             return PluginPhaseInfo(PluginPhase.QUEUED, version=1, reason=str(e), poll_after=POLL_SECONDS)
@@ -253,16 +260,21 @@ class LocalProcessPlugin(Plugin):
             self._prepared.discard(st.marker)
         return self._started(tctx, st, proc.pid, _start_time(proc), proc)
 
-    def _spawn(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str, on_room=None):
+    def _spawn(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str, tmp: str, on_room=None):
         if self.warm is not None:
-            proc = self.warm.launch(argv, env, cwd, log_path, on_room=on_room)
+            proc = self.warm.launch(argv, env, cwd, log_path, on_room=on_room, tmp=tmp)
             if proc is not None:
                 return proc
-        # Its own temp folder, deleted with the attempt's folders, as a worker gives its items: flytekit leaves
-        # a sandbox folder (with copies of the inputs and outputs) in it on every run.
-        tmp = os.path.join(scratch_dir(cwd), "tmp")
         os.makedirs(tmp, exist_ok=True)
         return processes.spawn(argv, {**env, "TMPDIR": tmp}, cwd, log_path)
+
+    def _temp_dir(self, marker: str) -> str:
+        """The attempt's own temp folder (TMPDIR; a worker's item gets it as tempfile.tempdir), deleted with its
+        other folders: flytekit leaves a sandbox folder with copies of the inputs and outputs in it on every run.
+        Short, under the system's temp folder: a unix socket's path is at most 107 bytes, and
+        multiprocessing.Manager() puts one two levels below it (a temp folder beside a work folder in
+        ~/.flytelite was 86 bytes long, and the Manager failed)."""
+        return os.path.join(self._temp_root, hashlib.sha1(marker.encode()).hexdigest()[:16])
 
     def _started(self, tctx, st: AttemptState, pid: int, started: int | None, proc) -> PluginPhaseInfo:
         st.status, st.pid, st.start_time = AttemptStatus.RUNNING, pid, started
@@ -401,6 +413,7 @@ class LocalProcessPlugin(Plugin):
         if st.work_dir:
             self._discard(st.work_dir)
             self._discard(scratch_dir(st.work_dir))
+            self._discard(self._temp_dir(st.marker))
 
     def _discard(self, path: str) -> None:
         """Delete a folder in the background: deleting an attempt's unpacked code in the round delayed the next

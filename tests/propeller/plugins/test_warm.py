@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -167,9 +168,10 @@ def test_a_forked_attempt_is_a_fresh_process_in_what_matters(tmp_path):
         assert warm_facts["session_leader"] == "True" and warm_facts["stdin_is_null"] == "True"
         assert int(cold_facts["ppid"]) == os.getpid()  # cold: a child of the engine
         assert int(warm_facts["ppid"]) != os.getpid()  # warm: a child of the zygote
-        # Temp files live in the attempt's own scratch folder (removed with it), not in a shared /tmp.
-        assert warm_facts["tempdir"].startswith(str(tmp_path / "warm" / "home" / "work"))
-        assert warm_facts["user_tmp"].startswith(warm_facts["tempdir"])
+        # Temp files live in the attempt's own temp folder (removed with it), not in a shared /tmp.
+        for facts in (warm_facts, cold_facts):
+            assert facts["tempdir"].startswith(f"{tempfile.gettempdir()}/flytelite-")
+            assert facts["user_tmp"].startswith(facts["tempdir"])
     a, b = results[True]
     # Children of one zygote must not draw the same "random" names (raw outputs would overwrite each other).
     assert a["flyte_random"] != b["flyte_random"] and a["random"] != b["random"]
@@ -183,16 +185,31 @@ def test_attempts_run_in_engine_attempts_dir_and_their_folders_are_deleted_after
                                           attempts_dir=str(attempts))
     assert status.phase == WorkflowStatusPhase.SUCCESS
     lm = ctx.blobs.read_proto(f"{ctx.blobs.execution_dir(*key)}/end-node/data/0/outputs.pb", literals_pb2.LiteralMap)
-    for output in ("o0", "o1"):
-        facts = {k: v.scalar.primitive.string_value for k, v in lm.literals[output].map.literals.items()}
-        assert facts["cwd"].startswith(f"{attempts}/")
-        assert facts["tempdir"].startswith(f"{attempts}/")  # a cold process's too (TMPDIR)
+    facts = [{k: v.scalar.primitive.string_value for k, v in lm.literals[output].map.literals.items()}
+             for output in ("o0", "o1")]
+    assert all(f["cwd"].startswith(f"{attempts}/") for f in facts)
+    # Each its own, under the system's temp folder (a cold process's too, by TMPDIR), deleted after it.
+    temp_dirs = {f["tempdir"] for f in facts}
+    assert len(temp_dirs) == 2
+    assert all(d.startswith(f"{tempfile.gettempdir()}/flytelite-") for d in temp_dirs)
+    wait_for(lambda: not any(os.path.exists(d) for d in temp_dirs), "the attempts' temp folders to be deleted")
     # Deleted, or moved into the trash by the engine's stop (deleted after the next start). os.walk, not
     # rglob: the cleaner thread deletes folders while the walk lists them.
     wait_for(lambda: not [name for folder, _, files in os.walk(attempts) for name in files
                           if not folder.startswith(f"{attempts}/.trash/")],
              "the attempts' folders to be deleted once they ended")
     assert not list(ctx.config.work_dir.iterdir())  # nothing of the attempts in the home's work folder
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_a_task_starts_a_multiprocessing_manager_whatever_the_length_of_its_folders_paths(tmp_path, warm):
+    """The Manager's unix socket (at most 107 bytes of path) goes two folders below the attempt's temp folder,
+    which is short wherever the attempts' folders are."""
+    attempts = tmp_path / ("deep" * 15) / "attempts"
+    ctx, key, _, status, _ = run_workflow(tmp_path, wt.manager_wf, {"n": 3}, "manager", warm_workers=warm,
+                                          attempts_dir=str(attempts))
+    assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
+    assert h.outputs(ctx, key) == {"o0": 3}
 
 
 def test_engine_attempts_dir_is_read_from_the_config_defaults_to_the_work_folder_and_must_be_absolute(tmp_path):
