@@ -168,9 +168,10 @@ class BlobStore:
         queued): a new local file is written in place, without write_bytes's rename; one that exists (a crash
         cut its writing short, or a process that an earlier life of the server started may be reading it) is
         replaced whole, as write_bytes does."""
+        data = msg.SerializeToString()
         file = self.local_file(path)
         if file is None:
-            self.write_bytes(path, msg.SerializeToString())
+            self.write_bytes(path, data)
             return
         try:
             fd = _create(file)
@@ -178,10 +179,10 @@ class BlobStore:
             os.makedirs(os.path.dirname(file), exist_ok=True)
             fd = _create(file)
         except FileExistsError:
-            self.write_bytes(path, msg.SerializeToString())
+            self.write_bytes(path, data)
             return
         with open(fd, "wb") as f:
-            f.write(msg.SerializeToString())
+            f.write(data)
 
     def makedirs(self, path: str) -> None:
         file = self.local_file(path)
