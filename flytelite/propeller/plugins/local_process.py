@@ -166,6 +166,7 @@ class LocalProcessPlugin(Plugin):
             doomed, self._doomed = self._doomed, []
         for path in doomed:
             _move_to_trash(path, self._trash)
+        _remove_if_empty(self._temp_root)
 
     # -- the attempt's life ------------------------------------------------------------------
     def handle(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
@@ -437,6 +438,8 @@ class LocalProcessPlugin(Plugin):
             self._sweep_queued = False  # a folder handed over from now on queues the next sweep
         for path in doomed:
             shutil.rmtree(path, ignore_errors=True)
+        if self._closing.is_set():
+            _remove_if_empty(self._temp_root)  # close() found this sweep's folders still there
 
     # -- the command -----------------------------------------------------------------------
     def _command(self, tctx: TaskExecutionContext, st: AttemptState) -> tuple[list[str], dict[str, str]]:
@@ -539,6 +542,14 @@ def _empty(folder: Path) -> None:
         return
     for path in left:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _remove_if_empty(folder: str) -> None:
+    """Delete `folder` if it is empty (the attempts' temp root: an attempt still running keeps it)."""
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass
 
 
 def _move_to_trash(path: str, trash: Path) -> None:

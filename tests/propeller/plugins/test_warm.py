@@ -193,6 +193,9 @@ def test_attempts_run_in_engine_attempts_dir_and_their_folders_are_deleted_after
     assert len(temp_dirs) == 2
     assert all(d.startswith(f"{tempfile.gettempdir()}/flytelite-") for d in temp_dirs)
     wait_for(lambda: not any(os.path.exists(d) for d in temp_dirs), "the attempts' temp folders to be deleted")
+    # And the server's folder of them, once it stopped with none left.
+    wait_for(lambda: not any(os.path.exists(os.path.dirname(d)) for d in temp_dirs),
+             "the server's folder of temp folders to be deleted")
     # Deleted, or moved into the trash by the engine's stop (deleted after the next start). os.walk, not
     # rglob: the cleaner thread deletes folders while the walk lists them.
     wait_for(lambda: not [name for folder, _, files in os.walk(attempts) for name in files
