@@ -263,7 +263,7 @@ class LocalProcessPlugin(Plugin):
 
     def _spawn(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str, tmp: str, on_room=None):
         if self.warm is not None:
-            proc = self.warm.launch(argv, env, cwd, log_path, on_room=on_room, tmp=tmp)
+            proc = self.warm.launch(argv, env, cwd, log_path, tmp, on_room=on_room)
             if proc is not None:
                 return proc
         os.makedirs(tmp, exist_ok=True)

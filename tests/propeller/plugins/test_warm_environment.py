@@ -28,7 +28,7 @@ def _launch(pool: WarmPool, env: TaskEnv, folder, task_name: str, inputs: dict, 
             "tests.propeller.env_tasks", "task-name", task_name]
     (folder / "work").mkdir()
     attempt = pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), str(folder / "work"), str(folder / "log"),
-                          group=group)
+                          str(folder / "tmp"), group=group)
     assert attempt is not None, "the attempt must run warm"
     return attempt
 

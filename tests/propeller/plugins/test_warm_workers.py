@@ -149,11 +149,11 @@ def test_a_late_kill_of_a_finished_item_does_not_reach_the_sibling_its_worker_ru
     pool = WarmPool(tmp_path / "logs", worker_idle_seconds=1.0)
     try:
         argv, cwd, log = _item_request(tmp_path, "a", "nap", {"seconds": 0.0})
-        first = pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, group="siblings")
+        first = pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, f"{cwd}.tmp", group="siblings")
         asyncio.run(h.wait_for(lambda: _exited(first)))
         assert first.returncode == 0 and not first.reused
         argv, cwd, log = _item_request(tmp_path, "b", "nap", {"seconds": 1.5})
-        second = pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, group="siblings")
+        second = pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, f"{cwd}.tmp", group="siblings")
         assert second.reused and second.pid == first.pid
         assert first.kill(signal.SIGTERM) is True  # nothing to kill any more: no signal sent
         # Even a kill naming the pid (sent before the first item's exit was heard) must not reach the second.
@@ -171,10 +171,10 @@ def test_a_kill_reaches_the_item_a_worker_runs(tmp_path):
     pool = WarmPool(tmp_path / "logs")
     try:
         argv, cwd, log = _item_request(tmp_path, "a", "nap", {"seconds": 0.0})
-        first = pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, group="siblings")
+        first = pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, f"{cwd}.tmp", group="siblings")
         asyncio.run(h.wait_for(lambda: _exited(first)))
         argv, cwd, log = _item_request(tmp_path, "b", "nap", {"seconds": 30.0})
-        second = pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, group="siblings")
+        second = pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, f"{cwd}.tmp", group="siblings")
         assert second.reused
         assert second.kill(signal.SIGTERM) is True
         asyncio.run(h.wait_for(lambda: _exited(second)))
@@ -197,7 +197,7 @@ def _busy_processor():
 
 def _launch_item(pool: WarmPool, tmp_path, name: str, seconds: float):
     argv, cwd, log = _item_request(tmp_path, name, "nap", {"seconds": seconds})
-    return pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, group="siblings")
+    return pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, f"{cwd}.tmp", group="siblings")
 
 
 def _end_both(first, second) -> None:

@@ -99,7 +99,7 @@ def starts_alike(env: dict[str, str], zygote_env: dict[str, str]) -> bool:
 
 
 def scratch_dir(work_dir: str) -> str:
-    """The attempt's pid file (and temp dir, unless given one), beside its working dir (which is the task's own)."""
+    """The attempt's pid file, beside its working dir (which is the task's own)."""
     return f"{work_dir.rstrip('/')}.warm"
 
 
@@ -218,10 +218,10 @@ class ZygoteHandle:
         flytekit's file), or None."""
         return self.environment.changed()
 
-    def run(self, command: list[str], env: dict[str, str], cwd: str, log_path: str,
-            group: str | None = None, tmp: str | None = None) -> WarmAttempt:
-        # The scratch folder is made by whoever writes into it first (the pid file, the temp dir): not in the
-        # round that waits for the attempt to start.
+    def run(self, command: list[str], env: dict[str, str], cwd: str, log_path: str, tmp: str,
+            group: str | None = None) -> WarmAttempt:
+        # The scratch folder is made by whoever writes the pid file first: not in the round that waits for the
+        # attempt to start.
         scratch = scratch_dir(cwd)
         future: Future = Future()
         with self._lock:
@@ -229,7 +229,7 @@ class ZygoteHandle:
             request_id = self._next_id
             self._pending[request_id] = future
         request = messages.Run(id=request_id, argv=command, env=env, cwd=cwd, log=log_path,
-                               tmp=tmp or os.path.join(scratch, "tmp"), pid_file=os.path.join(scratch, "pid"),
+                               tmp=tmp, pid_file=os.path.join(scratch, "pid"),
                                bin_dir=os.path.dirname(self.interpreter), group=group)
         with self._send_lock:
             sent = not self.draining and self._send(request)
@@ -359,12 +359,12 @@ class WarmPool:
     def prestart(self, interpreter: str) -> None:
         self._zygote(interpreter)
 
-    def launch(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str, group: str | None = None,
-               on_room: Callable[[], None] | None = None, tmp: str | None = None) -> WarmAttempt | None:
+    def launch(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str, tmp: str,
+               group: str | None = None, on_room: Callable[[], None] | None = None) -> WarmAttempt | None:
         """Fork the attempt from its interpreter's zygote; None when it must run cold (nothing started).
 
         Attempts of one group (by default: worker_group's, the tasks of one code version or the items of its
-        map tasks) may run one after another in a worker. `tmp` is its temp folder (default: in scratch_dir).
+        map tasks) may run one after another in a worker. `tmp` is its temp folder.
         Raises PoolFull (nothing started) when all `size` slots are taken; `on_room` is called once one frees."""
         command = pyflyte_command(argv)
         if command is None or env.get(RUNTIME_PACKAGES_ENV):
@@ -380,7 +380,7 @@ class WarmPool:
                     raise PoolFull(f"waiting for a warm worker: all {self.size} (engine.warm_pool_size) run tasks")
                 self._running += 1
             try:
-                attempt = zygote.run(command, env, cwd, log_path, group or worker_group(command), tmp)
+                attempt = zygote.run(command, env, cwd, log_path, tmp, group or worker_group(command))
             except ZygoteRetired:
                 self._release()
                 continue
