@@ -184,6 +184,34 @@ def test_a_kill_reaches_the_item_a_worker_runs(tmp_path):
         pool.close()
 
 
+def test_the_next_item_goes_to_the_idle_worker_without_an_answer_and_ends_with_it_if_it_died_meanwhile(tmp_path):
+    pool = WarmPool(tmp_path / "logs")
+    try:
+        first = _launch_item(pool, tmp_path, "a", 0.0)
+        asyncio.run(h.wait_for(lambda: _exited(first)))
+        assert first.returncode == 0
+        zygote = first.zygote.proc.pid
+        # The zygote can neither answer nor see its worker die: the server still counts the worker as idle.
+        os.kill(zygote, signal.SIGSTOP)
+        try:
+            os.kill(first.pid, signal.SIGKILL)
+            second = _launch_item(pool, tmp_path, "b", 0.0)  # returns at once: nothing to wait for
+            assert second.reused and second.pid == first.pid
+        finally:
+            os.kill(zygote, signal.SIGCONT)
+        # However the zygote orders the request and the worker's death, the attempt ends with the worker's exit.
+        asyncio.run(h.wait_for(lambda: _exited(second)))
+        assert second.returncode == -signal.SIGKILL
+        assert not (tmp_path / "b" / "out" / "outputs.pb").exists()
+        # The next item gets a process of its own.
+        third = _launch_item(pool, tmp_path, "c", 0.0)
+        asyncio.run(h.wait_for(lambda: _exited(third)))
+        assert third.returncode == 0 and not third.reused and third.pid != first.pid
+        assert (tmp_path / "c" / "out" / "outputs.pb").exists()
+    finally:
+        pool.close()
+
+
 @contextlib.contextmanager
 def _busy_processor():
     """A process that keeps one processor busy (the real load the zygote looks at)."""

@@ -1,7 +1,7 @@
 """The warm workers' messages: what the server (pool.py), a zygote (zygote.py) and the zygote's workers
 (child.py) tell each other, one JSON object per line over unix sockets, named by its "kind".
 
-    server -> zygote:  Run, Kill, Drain
+    server -> zygote:  Run, Kill, Retire, Drain
     zygote -> worker:  Run (the next attempt of the worker's group)
     worker -> zygote:  Done (that attempt ended cleanly; the worker waits for the next)
     zygote -> server:  Ready, Started, Failed, Exit
@@ -19,7 +19,10 @@ from typing import Any, Union
 
 @dataclass(frozen=True)
 class Run:
-    """Run one attempt in a process of its own, or in a worker of `group` (the attempts that may share one)."""
+    """Run one attempt in a process of its own, or in a worker of `group` (the attempts that may share one).
+
+    With `worker`, in that idle worker (whose start time is `worker_start`), which the server chose: the server
+    counts the attempt as started in it and hears nothing more until its Exit."""
 
     id: int
     argv: list[str]
@@ -32,6 +35,8 @@ class Run:
     # The interpreter's bin folder: where pyflyte-execute and the other console scripts are.
     bin_dir: str
     group: str | None = None
+    worker: int | None = None
+    worker_start: int | None = None
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,13 @@ class Kill:
     pid: int
     id: int
     sig: int
+
+
+@dataclass(frozen=True)
+class Retire:
+    """End idle worker `pid` (the server no longer offers it attempts)."""
+
+    pid: int
 
 
 @dataclass(frozen=True)
@@ -90,14 +102,19 @@ class Failed:
 @dataclass(frozen=True)
 class Exit:
     """The attempt that ran as `pid` ended with `code` (< 0: killed by that signal, as subprocess reports);
-    a worker's attempt that ended cleanly is reported with code 0 while its process lives on."""
+    a worker's attempt that ended cleanly is reported with code 0 while its process lives on.
+
+    `idle`: the worker waits for its next attempt, which only the server gives it (Run's `worker`) until it
+    retires it. An Exit without `idle` for a worker that was idle says it is gone."""
 
     pid: int
     code: int
+    idle: bool = False
 
 
-Message = Union[Run, Kill, Drain, Done, Ready, Started, Failed, Exit]  # noqa: UP007 - run by Python 3.9 too
-_KINDS: dict[str, Any] = {cls.__name__.lower(): cls for cls in (Run, Kill, Drain, Done, Ready, Started, Failed, Exit)}
+Message = Union[Run, Kill, Retire, Drain, Done, Ready, Started, Failed, Exit]  # noqa: UP007 - run by Python 3.9 too
+_KINDS: dict[str, Any] = {cls.__name__.lower(): cls
+                          for cls in (Run, Kill, Retire, Drain, Done, Ready, Started, Failed, Exit)}
 
 
 def encode(message: Message) -> bytes:

@@ -8,7 +8,9 @@ attempt is never started twice. A zygote that dies is started again on the next 
 had forked keep running and are adopted like any process the server did not start (pid + start time).
 The attempts of the tasks of one code version, and the items of its map tasks, may run one after
 another in a worker (see zygote.py and child.py): their WarmAttempt's pid is the worker's, and its exit
-is the attempt's end, reported while the worker lives on.
+is the attempt's end, reported while the worker lives on. The zygote then offers the worker as idle, and the
+server gives its group's next attempt to the worker idle most recently, counting it as started there at
+once, without waiting for an answer; a worker idle for worker_idle_seconds is retired.
 
 A zygote follows its environment: before each attempt the pool stats the folders the zygote's interpreter
 installs packages into (and flytekit's own file), as the zygote reported them when it started. A package
@@ -22,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import select
 import socket
 import subprocess
 import threading
@@ -186,9 +189,15 @@ class ZygoteHandle:
         self.started_at = time.monotonic()
         # What the zygote imported from, as it was when it started (known once it is ready).
         self.environment = EnvironmentSnapshot()
+        self.worker_idle_seconds = worker_idle_seconds
         self._spawned_ns = time.time_ns()
         self._attempts: dict[int, WarmAttempt] = {}
-        self._pending: dict[int, Future] = {}
+        # Requests waiting for their Started or Failed: their future and group.
+        self._pending: dict[int, tuple[Future, str | None]] = {}
+        # The group of each process started for one (a worker), and each group's idle workers, the most
+        # recently idle last: (pid, start time, idle since).
+        self._groups: dict[int, str] = {}
+        self._idle: dict[str, list[tuple[int, int | None, float]]] = {}
         self._next_id = 0
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
@@ -197,8 +206,8 @@ class ZygoteHandle:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab", buffering=0) as out:
             self.proc = subprocess.Popen(
-                [interpreter, ZYGOTE_SCRIPT, str(theirs.fileno()), str(worker_idle_seconds), str(queue_seconds),
-                 str(processors)], env=self.env,
+                [interpreter, ZYGOTE_SCRIPT, str(theirs.fileno()), str(queue_seconds), str(processors)],
+                env=self.env,
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),),
                 start_new_session=True, cwd=str(log_path.parent),
             )
@@ -224,21 +233,34 @@ class ZygoteHandle:
         # attempt to start.
         scratch = scratch_dir(cwd)
         future: Future = Future()
+        attempt = None
         with self._lock:
             self._next_id += 1
             request_id = self._next_id
-            self._pending[request_id] = future
+            idle = self._idle.get(group) if group else None
+            if idle:
+                # Started in that worker from now on: an Exit that says it is gone (crossing this request) ends it.
+                pid, start_time, _ = idle.pop()
+                attempt = self._attempts[pid] = WarmAttempt(self, request_id, pid, start_time, reused=True)
+            else:
+                self._pending[request_id] = (future, group)
         request = messages.Run(id=request_id, argv=command, env=env, cwd=cwd, log=log_path,
                                tmp=tmp, pid_file=os.path.join(scratch, "pid"),
-                               bin_dir=os.path.dirname(self.interpreter), group=group)
+                               bin_dir=os.path.dirname(self.interpreter), group=group,
+                               worker=None if attempt is None else attempt.pid,
+                               worker_start=None if attempt is None else attempt.start_time)
         with self._send_lock:
             sent = not self.draining and self._send(request)
         if not sent:
             with self._lock:
                 self._pending.pop(request_id, None)
+                if attempt is not None and self._attempts.get(attempt.pid) is attempt:
+                    del self._attempts[attempt.pid]  # the draining zygote ends that idle worker
             if self.draining:
                 raise ZygoteRetired(f"the zygote for {self.interpreter} (pid {self.proc.pid}) was retired")
             raise OSError(f"the zygote for {self.interpreter} is gone")
+        if attempt is not None:
+            return attempt
         try:
             return future.result(timeout=FORK_ANSWER_SECONDS)
         except FutureTimeout:
@@ -277,8 +299,13 @@ class ZygoteHandle:
     # -- the reader thread ------------------------------------------------------------------
     def _read(self) -> None:
         lines = messages.Lines()
+        poller = select.poll()
+        poller.register(self._sock, select.POLLIN)
         try:
             while True:
+                if not poller.poll(self._until_idle_retires()):
+                    self._retire_idle()
+                    continue
                 data = self._sock.recv(1 << 16)
                 if not data:
                     break
@@ -289,22 +316,51 @@ class ZygoteHandle:
         finally:
             self._died()
 
+    def _until_idle_retires(self) -> int | None:
+        """Milliseconds until the longest idle worker is due to retire (None: no worker is idle)."""
+        with self._lock:
+            since = [idle[0][2] for idle in self._idle.values() if idle]
+        if not since:
+            return None
+        return max(0, int((min(since) + self.worker_idle_seconds - time.monotonic()) * 1000) + 1)
+
+    def _retire_idle(self) -> None:
+        due = time.monotonic() - self.worker_idle_seconds
+        with self._lock:
+            retired = [pid for idle in self._idle.values() for pid, _, since in idle if since <= due]
+            for group, idle in list(self._idle.items()):
+                self._idle[group] = [worker for worker in idle if worker[2] > due]
+            for pid in retired:
+                del self._groups[pid]
+        for pid in retired:
+            self.send(messages.Retire(pid=pid))
+
     def _dispatch(self, msg: messages.Message) -> None:
         if isinstance(msg, messages.Exit):
             with self._lock:
                 attempt = self._attempts.pop(msg.pid, None)
+                group = self._groups.get(msg.pid)
+                if group is not None:
+                    # Whatever it did, it is not idle now (it is gone, or it is offered anew just below).
+                    self._idle[group] = [worker for worker in self._idle.get(group, ()) if worker[0] != msg.pid]
+                if msg.idle and group is not None and attempt is not None:
+                    self._idle[group].append((msg.pid, attempt.start_time, time.monotonic()))
+                elif not msg.idle:
+                    self._groups.pop(msg.pid, None)
             if attempt is not None:
                 attempt._ended(msg.code)
         elif isinstance(msg, messages.Started):
             attempt = WarmAttempt(self, msg.id, msg.pid, msg.start_time, msg.reused)
             with self._lock:
                 self._attempts[attempt.pid] = attempt
-                future = self._pending.pop(msg.id, None)
+                future, group = self._pending.pop(msg.id, (None, None))
+                if group is not None:
+                    self._groups[msg.pid] = group
             if future is not None:
                 future.set_result(attempt)
         elif isinstance(msg, messages.Failed):
             with self._lock:
-                future = self._pending.pop(msg.id, None)
+                future, _ = self._pending.pop(msg.id, (None, None))
             if future is not None:
                 future.set_exception(OSError(msg.error))
         elif isinstance(msg, messages.Ready):
@@ -319,7 +375,8 @@ class ZygoteHandle:
         with self._lock:
             self.alive = False
             attempts, self._attempts = list(self._attempts.values()), {}
-            pending, self._pending = list(self._pending.values()), {}
+            pending, self._pending = [future for future, _ in self._pending.values()], {}
+            self._idle, self._groups = {}, {}
         self._sock.close()
         self.ready.set()
         self.proc.wait()

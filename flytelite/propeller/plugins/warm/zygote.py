@@ -1,12 +1,15 @@
 """The zygote: a pre-imported, thread-free Python process that forks the processes task attempts run in.
 
 Run as a script by a task environment's interpreter
-(`python zygote.py <fd> <worker idle seconds> <queue seconds> <processors>`),
+(`python zygote.py <fd> <queue seconds> <processors>`),
 so it needs only the standard library and flytekit, never flytelite. It imports
 `flytekit.bin.entrypoint` once and forks one child per attempt (child.py says what a child does).
 Requests with the same "group" (the tasks of one code version; the items of its map tasks) are served by
-workers: a child that ran one and ended it cleanly waits for the next; a worker idle for the given seconds is
-retired.
+workers: a child that ran one and ended it cleanly waits for the next. The zygote offers such an idle worker
+to the server (its Exit says `idle`), and from then on only the server gives it work: a Run naming the
+worker, which the server counts as started at once (no Started answer to wait for), or a Retire once it was
+idle for the server's idle seconds. A worker that is gone while offered is reported by an Exit without
+`idle`; a Run for it that crossed that Exit is dropped, as the Exit already ended its attempt at the server.
 
 With <queue seconds> above 0 (engine.warm_queue_seconds; 0 is off), while the processors are all busy and
 the group has at least as many workers running items as there are processors, a request waits (up to
@@ -30,7 +33,7 @@ installed or removed, sends "drain" and starts a new zygote. A draining zygote f
 what waited for a worker when the drain came), retires its idle workers and exits once its last child is
 reaped (their exits are still reported).
 
-Protocol: messages.py's, over the inherited unix socket <fd> (Run, Kill and Drain in; Ready, Started,
+Protocol: messages.py's, over the inherited unix socket <fd> (Run, Kill, Retire and Drain in; Ready, Started,
 Failed and Exit out) and over a socket pair with each worker (Run to it, Done from it). A worker's item
 that ends cleanly is reported as an exit with code 0 while its process lives on.
 The zygote exits when the server's end of the socket closes; running children keep running (a
@@ -105,15 +108,14 @@ class Worker:
     def __init__(self, pid: int, sock: socket.socket, group: str | None, started: int | None):
         self.pid, self.group, self.start_time = pid, group, started
         self.sock: socket.socket | None = sock
-        self.idle_since = 0.0
         self.lines = messages.Lines()
+        # Offered to the server as idle (its Exit said so): only the server's Run or Retire may take it.
+        self.offered = False
 
 
 class Zygote:
-    def __init__(self, sock: socket.socket, worker_idle_seconds: float, queue_seconds: float = 0.0,
-                 processors: int = 0):
+    def __init__(self, sock: socket.socket, queue_seconds: float = 0.0, processors: int = 0):
         self.sock = sock
-        self.worker_idle_seconds = worker_idle_seconds
         self.queue_seconds = queue_seconds
         self.processors = processors or len(os.sched_getaffinity(0))
         # Requests waiting for a busy worker of their group, in arrival order: (deadline, request).
@@ -156,7 +158,6 @@ class Zygote:
                 else:
                     self.read_worker(key.data)
             self.fork_overdue()
-            self.retire_idle()
 
     def read_requests(self) -> bool:
         data = self.sock.recv(1 << 20)
@@ -165,9 +166,18 @@ class Zygote:
         for request in self.lines.feed(data):
             if isinstance(request, messages.Run):
                 self.run(request)
+            elif isinstance(request, messages.Retire):
+                worker = self.workers.get(request.pid)
+                if worker is not None and worker.offered:
+                    worker.offered = False
+                    self.retire(worker)
             elif isinstance(request, messages.Drain):
                 self.draining = True
                 self.fork_overdue(everything=True)  # accepted before the drain: they run, as they would have
+                for worker in list(self.workers.values()):
+                    if self.idle(worker):
+                        worker.offered = False
+                        self.retire(worker)
             elif isinstance(request, messages.Kill) and request.pid in self.running:
                 # Only an unreaped child (its pid cannot have been given to another process), and only while
                 # it still runs that attempt (a worker may have gone on to a sibling item).
@@ -177,14 +187,30 @@ class Zygote:
 
     def run(self, request: messages.Run) -> None:
         group = request.group
-        worker = self.idle_worker(group) if group else None
-        if worker is not None:
-            self.hand_over(worker, request)
+        if request.worker is not None:
+            self.run_in_worker(request, request.worker)
         elif (group and self.queue_seconds > 0 and self.busy_workers(group) >= self.processors
               and self.processors_busy()):
             self.queue.append((time.monotonic() + self.queue_seconds, request))
         else:
             self.fork(request, group)
+
+    def run_in_worker(self, request: messages.Run, pid: int) -> None:
+        """The server chose an idle worker we offered; it counts the attempt as started there."""
+        worker = self.workers.get(pid)
+        if worker is None or worker.start_time != request.worker_start or not worker.offered:
+            return  # it was gone first: the Exit that said so ended this attempt at the server
+        worker.offered = False
+        self.running[worker.pid] = request.id
+        try:
+            if worker.sock is None:
+                raise OSError("the worker is ending")
+            worker.sock.sendall(messages.encode(request))
+        except OSError:
+            self.retire(worker)  # its exit, reaped soon, is reported as this attempt's
+            return
+        # A server that crashes before it persisted the pid still finds the worker by this file.
+        _write_pid_file(request.pid_file, worker.pid, worker.start_time)
 
     def busy_workers(self, group: str) -> int:
         """The group's workers running an item (each will take the next waiting request when done)."""
@@ -202,13 +228,13 @@ class Zygote:
             pass
         return False
 
-    def take_queued(self, worker: Worker) -> None:
-        """Hand an idle worker the oldest request of its group waiting for one."""
+    def queued(self, group: str | None) -> messages.Run | None:
+        """The oldest request of the group waiting for a busy worker, taken off the queue."""
         for i, (_, request) in enumerate(self.queue):
-            if request.group == worker.group:
+            if request.group == group:
                 del self.queue[i]
-                self.hand_over(worker, request)
-                return
+                return request
+        return None
 
     def fork_overdue(self, everything: bool = False) -> None:
         """Requests that waited their time (or all of them) get processes of their own."""
@@ -219,16 +245,10 @@ class Zygote:
         for _, request in overdue:
             self.fork(request, request.group)
 
-    def idle_worker(self, group: str) -> Worker | None:
-        for worker in self.workers.values():
-            if worker.group == group and self.idle(worker):
-                return worker
-        return None
-
     def hand_over(self, worker: Worker, request: messages.Run) -> None:
+        """Give a request that waited for its group's busy worker to that worker, just done with its item."""
         try:
-            if worker.sock is None:  # retired meanwhile (idle_worker only gives live ones)
-                raise OSError("the worker was retired")
+            assert worker.sock is not None  # it just said Done
             worker.sock.sendall(messages.encode(request))
         except OSError:
             self.retire(worker)  # it is ending: the item gets a process of its own
@@ -310,25 +330,21 @@ class Zygote:
         for message in worker.lines.feed(data):
             if isinstance(message, messages.Done) and message.id == self.running.get(worker.pid):
                 self.running[worker.pid] = None
-                worker.idle_since = time.monotonic()
-                self.send(messages.Exit(pid=worker.pid, code=0))
-                self.take_queued(worker)
+                queued = self.queued(worker.group)
+                worker.offered = queued is None and not self.draining
+                self.send(messages.Exit(pid=worker.pid, code=0, idle=worker.offered))
+                if queued is not None:
+                    self.hand_over(worker, queued)
+                elif self.draining:
+                    self.retire(worker)
 
     def idle(self, worker: Worker) -> bool:
         """Waiting for an item: not retired, and not running one."""
         return worker.sock is not None and self.running.get(worker.pid) is None
 
     def timeout(self) -> float | None:
-        """Until the next idle worker's retirement or waiting request's deadline (None: no such thing)."""
-        due = [w.idle_since + self.worker_idle_seconds for w in self.workers.values() if self.idle(w)]
-        due += [deadline for deadline, _ in self.queue[:1]]  # the oldest is due first
-        return max(0.0, min(due) - time.monotonic()) if due else None
-
-    def retire_idle(self) -> None:
-        now = time.monotonic()
-        for worker in list(self.workers.values()):
-            if self.idle(worker) and (self.draining or now - worker.idle_since >= self.worker_idle_seconds):
-                self.retire(worker)
+        """Until the oldest waiting request's deadline (None: none waits)."""
+        return max(0.0, self.queue[0][0] - time.monotonic()) if self.queue else None
 
     def retire(self, worker: Worker) -> None:
         """Close its socket: an idle worker exits at once, a busy one after its item."""
@@ -349,7 +365,7 @@ class Zygote:
             worker = self.workers.pop(pid, None)
             if worker is not None:
                 self.retire(worker)
-            if item is not None:
+            if item is not None or (worker is not None and worker.offered):
                 self.send(messages.Exit(pid=pid, code=os.waitstatus_to_exitcode(status)))
 
 
@@ -390,7 +406,7 @@ def _warm_caches() -> None:
 
 def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
-    zygote = Zygote(sock, float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]))
+    zygote = Zygote(sock, float(sys.argv[2]), int(sys.argv[3]))
     _warm_caches()
     # What children inherit from the zygote should not be scanned or copied by each child's collector.
     gc.collect()
