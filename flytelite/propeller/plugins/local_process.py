@@ -123,18 +123,18 @@ class LocalProcessPlugin(Plugin):
         self._prepared: set[str] = set()
         # Processes this server started (our children, so we reap them), by attempt marker.
         self._children: dict[str, subprocess.Popen | WarmAttempt] = {}
-        engine = ctx.config.engine
-        # Attempts forked from a zygote when they can be (see plugins/warm); the others run cold.
-        self.warm = (WarmPool(ctx.config.logs_dir, engine.warm_start_seconds, size=engine.warm_pool_size,
-                              queue_seconds=engine.warm_queue_seconds)
-                     if engine.warm_workers else None)
-        # Finished attempts' folders are deleted where they are by one thread at the lowest CPU priority. Those
-        # it has not deleted when the server stops are moved into the trash folder, which the next start empties.
-        self._trash = ctx.config.attempts_dir / ".trash"
         # Attempts' temp folders (see _temp_dir), one folder per attempts folder (servers on one machine each
         # have their own).
         where = hashlib.sha1(str(ctx.config.attempts_dir.resolve()).encode()).hexdigest()[:10]
         self._temp_root = os.path.join(tempfile.gettempdir(), f"flytelite-{where}")
+        engine = ctx.config.engine
+        # Attempts forked from a zygote when they can be (see plugins/warm); the others run cold.
+        self.warm = (WarmPool(ctx.config.logs_dir, engine.warm_start_seconds, size=engine.warm_pool_size,
+                              queue_seconds=engine.warm_queue_seconds, temp_dir=self._temp_root)
+                     if engine.warm_workers else None)
+        # Finished attempts' folders are deleted where they are by one thread at the lowest CPU priority. Those
+        # it has not deleted when the server stops are moved into the trash folder, which the next start empties.
+        self._trash = ctx.config.attempts_dir / ".trash"
         self._cleaner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="work-dir-cleanup",
                                            initializer=_lowest_priority)
         # Folders to delete, and whether a sweep is queued and has not started yet (one covers every folder

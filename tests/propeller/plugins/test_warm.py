@@ -23,7 +23,7 @@ from flytelite.propeller.phases import WorkflowStatusPhase
 from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.core import PluginPhase, TaskExecutionContext
 from flytelite.propeller.plugins.local_process import LocalProcessPlugin
-from flytelite.propeller.plugins.warm.pool import pyflyte_command, starts_alike, worker_group
+from flytelite.propeller.plugins.warm.pool import WarmPool, pyflyte_command, starts_alike, worker_group
 from flytelite.store.flyteworkflow import ExecutionSpec
 from flytelite.store.models import FlyteWorkflow
 from tests.e2e.flyte_cli import wait_for
@@ -202,6 +202,21 @@ def test_attempts_run_in_engine_attempts_dir_and_their_folders_are_deleted_after
                           if not folder.startswith(f"{attempts}/.trash/")],
              "the attempts' folders to be deleted once they ended")
     assert not list(ctx.config.work_dir.iterdir())  # nothing of the attempts in the home's work folder
+
+
+def test_a_zygote_imports_flytekit_in_a_temp_folder_of_its_own_deleted_once_it_stopped(tmp_path):
+    pool = WarmPool(tmp_path / "logs", temp_dir=str(tmp_path / "temp"))
+    try:
+        pool.prestart(PY)
+        zygote = pool._current(PY)
+        assert zygote is not None and zygote.temp_dir is not None
+        assert Path(zygote.temp_dir).parent == tmp_path / "temp"
+        # flytekit's import made its default context's folders there, not in the system's temp folder.
+        assert [p.name for p in Path(zygote.temp_dir).iterdir()]
+    finally:
+        pool.close()
+    assert not Path(zygote.temp_dir).exists()
+    assert zygote.proc.poll() is not None
 
 
 @pytest.mark.parametrize("warm", [True, False])

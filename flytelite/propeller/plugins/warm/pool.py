@@ -25,8 +25,10 @@ import json
 import logging
 import os
 import select
+import shutil
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -59,6 +61,8 @@ RETRY_BROKEN_SECONDS = 60.0
 # The zygote answers a fork request at once (or within its queue seconds); no answer in this time means it
 # is wedged.
 FORK_ANSWER_SECONDS = 30.0
+# A stopped zygote exits at once; its folder is deleted once it did (see ZygoteHandle.temp_dir).
+ZYGOTE_EXIT_SECONDS = 5.0
 
 
 def pyflyte_command(argv: list[str]) -> list[str] | None:
@@ -177,7 +181,7 @@ class ZygoteHandle:
     reader thread turns the zygote's messages into attempt news."""
 
     def __init__(self, interpreter: str, log_path: Path, worker_idle_seconds: float = WORKER_IDLE_SECONDS,
-                 queue_seconds: float = 0.0, processors: int = 0):
+                 queue_seconds: float = 0.0, processors: int = 0, temp_dir: str | None = None):
         self.interpreter = interpreter
         self.env = task_process_env(dict(os.environ, PYTHONUNBUFFERED="1"))
         self.ready = threading.Event()
@@ -204,14 +208,29 @@ class ZygoteHandle:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock = ours
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "ab", buffering=0) as out:
-            self.proc = subprocess.Popen(
-                [interpreter, ZYGOTE_SCRIPT, str(theirs.fileno()), str(queue_seconds), str(processors)],
-                env=self.env,
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),),
-                start_new_session=True, cwd=str(log_path.parent),
-            )
-        theirs.close()
+        # The zygote's temp folder, in `temp_dir`: importing flytekit makes two folders in it (its default
+        # context's). Deleted once the zygote exited leaving no attempt running (its children may use them).
+        self.temp_dir: str | None = None
+        env = self.env
+        if temp_dir is not None:
+            os.makedirs(temp_dir, exist_ok=True)
+            self.temp_dir = tempfile.mkdtemp(prefix="zygote-", dir=temp_dir)
+            env = {**env, "TMPDIR": self.temp_dir}
+        try:
+            with open(log_path, "ab", buffering=0) as out:
+                self.proc = subprocess.Popen(
+                    [interpreter, ZYGOTE_SCRIPT, str(theirs.fileno()), str(queue_seconds), str(processors)],
+                    env=env,
+                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),),
+                    start_new_session=True, cwd=str(log_path.parent),
+                )
+        except OSError:
+            ours.close()
+            if self.temp_dir is not None:
+                shutil.rmtree(self.temp_dir, ignore_errors=True)
+            raise
+        finally:
+            theirs.close()
         self._reader = threading.Thread(target=self._read, name=f"zygote-{self.proc.pid}", daemon=True)
         self._reader.start()
 
@@ -295,6 +314,13 @@ class ZygoteHandle:
             pass
         if kill and self.proc.poll() is None:
             self.proc.kill()
+
+    def wait(self, seconds: float) -> None:
+        """Until the zygote exited and its reader finished (killed if it did not exit in `seconds`)."""
+        self._reader.join(seconds)
+        if self._reader.is_alive():
+            self.stop(kill=True)
+            self._reader.join(seconds)
 
     # -- the reader thread ------------------------------------------------------------------
     def _read(self) -> None:
@@ -380,6 +406,8 @@ class ZygoteHandle:
         self._sock.close()
         self.ready.set()
         self.proc.wait()
+        if self.temp_dir is not None and not attempts:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
         for future in pending:
             future.set_exception(OSError(f"the zygote for {self.interpreter} exited (code {self.proc.returncode})"))
         for attempt in attempts:
@@ -390,8 +418,10 @@ class WarmPool:
     """Zygotes by interpreter, started on first use (or by prestart) and again after they die."""
 
     def __init__(self, logs_dir: Path, ready_seconds: float = 60.0, worker_idle_seconds: float = WORKER_IDLE_SECONDS,
-                 size: int = 0, queue_seconds: float = 0.0, processors: int = 0):
+                 size: int = 0, queue_seconds: float = 0.0, processors: int = 0, temp_dir: str | None = None):
         self.logs_dir = logs_dir
+        # Where each zygote gets a temp folder of its own (None: the system's temp folder, never cleaned).
+        self.temp_dir = temp_dir
         self.ready_seconds = ready_seconds
         self.worker_idle_seconds = worker_idle_seconds
         # How long an attempt may wait for a busy worker of its group, and against how many processors
@@ -489,6 +519,8 @@ class WarmPool:
             self._draining = []
         for zygote in zygotes:
             zygote.stop()
+        for zygote in zygotes:  # their folders go once they exited (a wedged one is killed)
+            zygote.wait(ZYGOTE_EXIT_SECONDS)
 
     def _zygote(self, interpreter: str) -> ZygoteHandle | None:
         with self._lock:
@@ -504,7 +536,7 @@ class WarmPool:
                             zygote.proc.returncode)
             try:
                 zygote = ZygoteHandle(interpreter, self.logs_dir / "zygotes" / f"{_safe(interpreter)}.log",
-                                      self.worker_idle_seconds, self.queue_seconds, self.processors)
+                                      self.worker_idle_seconds, self.queue_seconds, self.processors, self.temp_dir)
             except OSError as e:
                 log.warning("could not start a zygote for %s (%s): its tasks run cold", interpreter, e)
                 self._broken[interpreter] = time.monotonic() + RETRY_BROKEN_SECONDS
