@@ -366,11 +366,11 @@ class ZygoteHandle:
             with self._lock:
                 attempt = self._attempts.pop(msg.pid, None)
                 group = self._groups.get(msg.pid)
-                if group is not None:
-                    # Whatever it did, it is not idle now (it is gone, or it is offered anew just below).
+                if attempt is None and group is not None:
+                    # A worker runs an attempt or is idle, never both: without one, an idle worker is gone.
                     self._idle[group] = [worker for worker in self._idle.get(group, ()) if worker[0] != msg.pid]
                 if msg.idle and group is not None and attempt is not None:
-                    self._idle[group].append((msg.pid, attempt.start_time, time.monotonic()))
+                    self._idle.setdefault(group, []).append((msg.pid, attempt.start_time, time.monotonic()))
                 elif not msg.idle:
                     self._groups.pop(msg.pid, None)
             if attempt is not None:

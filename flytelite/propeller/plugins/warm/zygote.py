@@ -169,15 +169,13 @@ class Zygote:
             elif isinstance(request, messages.Retire):
                 worker = self.workers.get(request.pid)
                 if worker is not None and worker.offered:
-                    worker.offered = False
-                    self.retire(worker)
+                    self.withdraw(worker)
             elif isinstance(request, messages.Drain):
                 self.draining = True
                 self.fork_overdue(everything=True)  # accepted before the drain: they run, as they would have
                 for worker in list(self.workers.values()):
                     if self.idle(worker):
-                        worker.offered = False
-                        self.retire(worker)
+                        self.withdraw(worker)
             elif isinstance(request, messages.Kill) and request.pid in self.running:
                 # Only an unreaped child (its pid cannot have been given to another process), and only while
                 # it still runs that attempt (a worker may have gone on to a sibling item).
@@ -345,6 +343,11 @@ class Zygote:
     def timeout(self) -> float | None:
         """Until the oldest waiting request's deadline (None: none waits)."""
         return max(0.0, self.queue[0][0] - time.monotonic()) if self.queue else None
+
+    def withdraw(self, worker: Worker) -> None:
+        """Retire an idle worker the server gave up (Retire) or a drain ends: its exit is not reported."""
+        worker.offered = False
+        self.retire(worker)
 
     def retire(self, worker: Worker) -> None:
         """Close its socket: an idle worker exits at once, a busy one after its item."""
