@@ -23,7 +23,7 @@ from flytelite.propeller.engine import Engine
 from flytelite.propeller.phases import WorkflowStatusPhase
 from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.warm import messages
-from flytelite.propeller.plugins.warm.pool import WarmPool
+from flytelite.propeller.plugins.warm.pool import WarmPool, find_by_pid_file
 from tests.propeller import harness as h
 from tests.propeller import warm_tasks as wt
 from tests.propeller.plugins.test_local_process import _gone, markers, run_workflow
@@ -208,6 +208,24 @@ def test_the_next_item_goes_to_the_idle_worker_without_an_answer_and_ends_with_i
         asyncio.run(h.wait_for(lambda: _exited(third)))
         assert third.returncode == 0 and not third.reused and third.pid != first.pid
         assert (tmp_path / "c" / "out" / "outputs.pb").exists()
+    finally:
+        pool.close()
+
+
+def test_an_item_in_a_reused_worker_has_a_pid_file_naming_the_worker_while_it_runs(tmp_path):
+    """What a restarted server finds the worker by when it crashed before it persisted the pid."""
+    pool = WarmPool(tmp_path / "logs")
+    try:
+        first = _launch_item(pool, tmp_path, "a", 0.0)
+        asyncio.run(h.wait_for(lambda: _exited(first)))
+        second = _launch_item(pool, tmp_path, "b", 60.0)
+        assert second.reused and second.pid == first.pid
+        work = str(tmp_path / "b" / "work")
+        asyncio.run(h.wait_for(lambda: find_by_pid_file(work) is not None))
+        assert find_by_pid_file(work) == (first.pid, processes.start_time(first.pid))
+        assert second.poll() is None, "the item still runs"
+        assert second.kill(signal.SIGKILL)
+        asyncio.run(h.wait_for(lambda: _exited(second)))
     finally:
         pool.close()
 

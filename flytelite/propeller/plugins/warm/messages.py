@@ -133,5 +133,9 @@ class Lines:
         self.buffer = b""
 
     def feed(self, data: bytes) -> list[Message]:
+        return [decode(line) for line in self.split(data)]
+
+    def split(self, data: bytes) -> list[bytes]:
+        """The complete lines so far, undecoded (what a relay passes on as it came)."""
         *lines, self.buffer = (self.buffer + data).split(b"\n")
-        return [decode(line) for line in lines]
+        return lines
