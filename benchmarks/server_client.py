@@ -17,7 +17,7 @@ from flyteidl.core import execution_pb2 as core_execution_pb2
 from flyteidl.core import identifier_pb2, literals_pb2
 from flyteidl.service import admin_pb2_grpc
 
-from benchmarks.common import D, P
+from benchmarks.common import TMPFS, D, P
 from benchmarks.noop_server import MODULE as NOOP_SERVER
 from benchmarks.venvs import clean_env
 from flytelite.testing import RunningServer, make_server
@@ -40,11 +40,17 @@ class BenchServer:
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
         self.server: RunningServer = make_server(folder, config, home=home)
+        env = dict(os.environ)
+        if folder.resolve().is_relative_to(TMPFS):
+            # The attempts' temp folders (where flytekit makes its sandbox folders, about half of the files an
+            # attempt creates) go with the rest of a home on tmpfs; on the disk they are in the run's temp folder.
+            (folder / "tmp").mkdir(exist_ok=True)
+            env["TMPDIR"] = str(folder / "tmp")
         if noop:
             self.server.module = NOOP_SERVER
             root = str(HERE.parent)  # where `benchmarks` is imported from, whatever the working directory
-            self.server.env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-                p for p in (root, os.environ.get("PYTHONPATH", "")) if p))
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+        self.server.env = env
         self.workflows = folder / "wf"
         shutil.copytree(HERE / "workflows", self.workflows, ignore=shutil.ignore_patterns("__pycache__"))
         self.channel: grpc.Channel | None = None
