@@ -121,6 +121,9 @@ class LocalProcessPlugin(Plugin):
         self._lock = threading.Lock()
         # Attempts this server prepared but has not started: safe to start without looking for a process.
         self._prepared: set[str] = set()
+        # Attempts told that every warm slot (engine.warm_pool_size) is taken: they run warm, and until a slot
+        # frees, a round retries them without rendering their command or making their folders again.
+        self._awaiting_room: set[str] = set()
         # Processes this server started (our children, so we reap them), by attempt marker.
         self._children: dict[str, subprocess.Popen | WarmAttempt] = {}
         # Attempts' temp folders (see _temp_dir), one folder per attempts folder (servers on one machine each
@@ -219,6 +222,7 @@ class LocalProcessPlugin(Plugin):
         with self._lock:
             proc = self._children.get(st.marker)
             prepared_here = st.marker in self._prepared
+            awaiting_room = st.marker in self._awaiting_room
         if proc is not None:
             # Started by an earlier round whose status never got persisted.
             return self._started(tctx, st, proc.pid, _start_time(proc), proc)
@@ -237,6 +241,10 @@ class LocalProcessPlugin(Plugin):
             reason = ("waiting for this replica to renew its lease on the execution before starting the "
                       "task's process")
             return PluginPhaseInfo(PluginPhase.QUEUED, reason=reason, poll_after=POLL_SECONDS)
+        if awaiting_room and self.warm is not None:
+            full = self.warm.wait_for_room(lambda: tctx.wake(None), waiter=tctx.key)
+            if full is not None:
+                return _waiting_for_room(full)
         try:
             argv, env = self._command(tctx, st)
         except TemplateError as e:
@@ -248,10 +256,11 @@ class LocalProcessPlugin(Plugin):
         Path(st.log_path).parent.mkdir(parents=True, exist_ok=True)
         try:
             proc = self._spawn(argv, env, str(work_dir), st.log_path, self._temp_dir(st.marker),
-                               on_room=lambda: tctx.wake(None))
+                               on_room=lambda: tctx.wake(None), waiter=tctx.key)
         except PoolFull as e:
-            # A new phase version: the wait is reported once (TaskExecutionEvent QUEUED with this reason).
-            return PluginPhaseInfo(PluginPhase.QUEUED, version=1, reason=str(e), poll_after=POLL_SECONDS)
+            with self._lock:
+                self._awaiting_room.add(st.marker)
+            return _waiting_for_room(str(e))
         except OSError as e:
             return PluginPhaseInfo.failure(
                 E.PROCESS_START_FAILED, f"could not start {argv[0]!r} for task {tctx.task.id.name}: {e}",
@@ -259,11 +268,13 @@ class LocalProcessPlugin(Plugin):
         with self._lock:
             self._children[st.marker] = proc
             self._prepared.discard(st.marker)
+            self._awaiting_room.discard(st.marker)
         return self._started(tctx, st, proc.pid, _start_time(proc), proc)
 
-    def _spawn(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str, tmp: str, on_room=None):
+    def _spawn(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str, tmp: str, on_room=None,
+               waiter=None):
         if self.warm is not None:
-            proc = self.warm.launch(argv, env, cwd, log_path, tmp, on_room=on_room)
+            proc = self.warm.launch(argv, env, cwd, log_path, tmp, on_room=on_room, waiter=waiter)
             if proc is not None:
                 return proc
         os.makedirs(tmp, exist_ok=True)
@@ -395,6 +406,7 @@ class LocalProcessPlugin(Plugin):
             st.store(tctx.state)
         with self._lock:
             self._prepared.discard(st.marker)
+            self._awaiting_room.discard(st.marker)
 
     def _kill(self, proc, pid: int, started: int | None, sig: int) -> bool:
         # A warm attempt's zygote holds it unreaped until it exits: its kill cannot hit a recycled pid, nor a
@@ -490,6 +502,11 @@ def rendered_command(tctx: TaskExecutionContext, words: list[str] | None = None)
         namespace=tctx.namespace, task_template_path=tctx.task_template_path, inputs=lambda: tctx.inputs,
     )
     return render(words, params)
+
+
+def _waiting_for_room(reason: str) -> PluginPhaseInfo:
+    # A new phase version: the wait is reported once (TaskExecutionEvent QUEUED with this reason).
+    return PluginPhaseInfo(PluginPhase.QUEUED, version=1, reason=reason, poll_after=POLL_SECONDS)
 
 
 def _start_time(proc) -> int | None:

@@ -7,6 +7,7 @@ compares what admin would see, plus what each item could observe of its process.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import os
@@ -22,6 +23,7 @@ from flytelite.config import Config, EngineConfig
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.phases import WorkflowStatusPhase
 from flytelite.propeller.plugins import processes
+from flytelite.propeller.plugins.local_process import LocalProcessPlugin
 from flytelite.propeller.plugins.warm import messages
 from flytelite.propeller.plugins.warm.pool import WarmPool, find_by_pid_file
 from tests.propeller import harness as h
@@ -405,6 +407,48 @@ def test_with_a_pool_of_one_warm_attempts_wait_for_the_slot_in_queued(tmp_path):
     assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
     assert h.outputs(ctx, key) == {"o0": [0, 1, 2]}
     assert len(_spans(marks)) == 3 and _one_at_a_time(_spans(marks)), _spans(marks)
+
+
+def test_an_item_waiting_for_the_warm_slot_renders_its_command_once_until_the_slot_is_free(tmp_path, monkeypatch):
+    """Every freed slot wakes the map's round, in which each waiting item tries again: it must not render its
+    command and make its folders again while the pool is still full."""
+    rendered: collections.Counter[str] = collections.Counter()
+    render = LocalProcessPlugin._command
+
+    def counting(plugin, tctx, st):
+        rendered[st.marker] += 1
+        return render(plugin, tctx, st)
+
+    monkeypatch.setattr(LocalProcessPlugin, "_command", counting)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    ctx, key, sink, status, _ = run_workflow(tmp_path / "map", wt.timed_items_wf,
+                                             {"xs": [0, 1, 2, 3, 4], "marker_dir": str(marks)}, "pool1wait",
+                                             warm_pool_size=1)
+    assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
+    assert h.outputs(ctx, key) == {"o0": [0, 1, 2, 3, 4]}
+    assert len(_spans(marks)) == 5 and _one_at_a_time(_spans(marks)), _spans(marks)
+    # Rendered when first told the pool is full, and once more when a slot is free; the last item waited for
+    # four releases (and its one-second polls).
+    assert len(rendered) == 5 and max(rendered.values()) <= 2, rendered
+
+
+def test_a_freed_warm_slot_wakes_each_waiter_once_however_many_of_its_attempts_wait(tmp_path):
+    """A map's waiting items share one waiter (their execution): a freed slot wakes it once, not once per item."""
+    pool = WarmPool(tmp_path / "logs", size=1)
+    try:
+        first = _launch_item(pool, tmp_path, "a", 0.5)
+        woken: list[str] = []
+        for _ in range(3):
+            assert pool.wait_for_room(lambda: woken.append("map"), waiter="map") == \
+                "waiting for a warm worker: all 1 (engine.warm_pool_size) run tasks"
+        assert pool.wait_for_room(lambda: woken.append("other"), waiter="other") is not None
+        asyncio.run(h.wait_for(lambda: _exited(first)))
+        asyncio.run(h.wait_for(lambda: len(woken) >= 2))
+        assert sorted(woken) == ["map", "other"]
+        assert pool.wait_for_room(lambda: woken.append("late"), waiter="late") is None  # the slot is free
+    finally:
+        pool.close()
 
 
 def test_an_item_whose_import_registers_a_type_transformer_ends_its_worker(tmp_path):

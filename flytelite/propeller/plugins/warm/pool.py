@@ -31,7 +31,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
@@ -431,7 +431,7 @@ class WarmPool:
         # At most this many attempts run warm at once (0: no limit); those that find no slot wait for one.
         self.size = size
         self._running = 0
-        self._waiting: list[Callable[[], None]] = []
+        self._waiting: dict[Hashable, Callable[[], None]] = {}
         self._zygotes: dict[str, ZygoteHandle] = {}
         # Retired zygotes still running attempts (stopped with the pool).
         self._draining: list[ZygoteHandle] = []
@@ -447,12 +447,14 @@ class WarmPool:
         self._zygote(interpreter)
 
     def launch(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str, tmp: str,
-               group: str | None = None, on_room: Callable[[], None] | None = None) -> WarmAttempt | None:
+               group: str | None = None, on_room: Callable[[], None] | None = None,
+               waiter: Hashable = None) -> WarmAttempt | None:
         """Fork the attempt from its interpreter's zygote; None when it must run cold (nothing started).
 
         Attempts of one group (by default: worker_group's, the tasks of one code version or the items of its
         map tasks) may run one after another in a worker. `tmp` is its temp folder.
-        Raises PoolFull (nothing started) when all `size` slots are taken; `on_room` is called once one frees."""
+        Raises PoolFull (nothing started) when all `size` slots are taken; `on_room` is called once one frees,
+        once for all attempts waiting with the same `waiter` (a map's items: one wake-up of their execution)."""
         command = pyflyte_command(argv)
         if command is None or env.get(RUNTIME_PACKAGES_ENV):
             return None
@@ -461,10 +463,8 @@ class WarmPool:
             if zygote is None or not zygote.accepts(env):
                 return None
             with self._lock:
-                if self.size and self._running >= self.size:
-                    if on_room is not None:
-                        self._waiting.append(on_room)
-                    raise PoolFull(f"waiting for a warm worker: all {self.size} (engine.warm_pool_size) run tasks")
+                if self._full(on_room, waiter):
+                    raise PoolFull(self._full_reason())
                 self._running += 1
             try:
                 attempt = zygote.run(command, env, cwd, log_path, tmp, group or worker_group(command))
@@ -480,6 +480,26 @@ class WarmPool:
                 self.reused += attempt.reused
             return attempt
         return None
+
+    def wait_for_room(self, on_room: Callable[[], None], waiter: Hashable = None) -> str | None:
+        """When every slot is taken: why the attempt waits (what PoolFull says), and `on_room` is called once
+        one frees; None when there is room. Nothing is started: an attempt that found the pool full before
+        asks this first, for a retry that costs nothing of what launch() does until a slot frees."""
+        with self._lock:
+            if not self._full(on_room, waiter):
+                return None
+        return self._full_reason()
+
+    def _full(self, on_room: Callable[[], None] | None, waiter: Hashable) -> bool:
+        """Whether every slot is taken, `on_room` then kept for the next release (the caller holds the lock)."""
+        if not self.size or self._running < self.size:
+            return False
+        if on_room is not None:
+            self._waiting.setdefault(on_room if waiter is None else waiter, on_room)
+        return True
+
+    def _full_reason(self) -> str:
+        return f"waiting for a warm worker: all {self.size} (engine.warm_pool_size) run tasks"
 
     def _current(self, interpreter: str) -> ZygoteHandle | None:
         """The interpreter's ready zygote, started again if its environment changed; None: run cold."""
@@ -500,11 +520,11 @@ class WarmPool:
         return None  # changing again as fast as zygotes start: this attempt runs cold
 
     def _release(self) -> None:
-        """A slot is free: everyone waiting tries again (one of them gets it, the others wait anew)."""
+        """A slot is free: every waiter is woken and tries again (one gets it, the others wait anew)."""
         with self._lock:
             self._running -= 1
-            waiting, self._waiting = self._waiting, []
-        for on_room in waiting:
+            waiting, self._waiting = self._waiting, {}
+        for on_room in waiting.values():
             on_room()
 
     def zygote_pid(self, interpreter: str) -> int | None:
