@@ -245,6 +245,8 @@ class LocalProcessPlugin(Plugin):
             full = self.warm.wait_for_room(lambda: tctx.wake(None), waiter=tctx.key)
             if full is not None:
                 return _waiting_for_room(full)
+            with self._lock:  # launched below, or told again that the pool is full
+                self._awaiting_room.discard(st.marker)
         try:
             argv, env = self._command(tctx, st)
         except TemplateError as e:
@@ -268,7 +270,6 @@ class LocalProcessPlugin(Plugin):
         with self._lock:
             self._children[st.marker] = proc
             self._prepared.discard(st.marker)
-            self._awaiting_room.discard(st.marker)
         return self._started(tctx, st, proc.pid, _start_time(proc), proc)
 
     def _spawn(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str, tmp: str, on_room=None,
