@@ -185,18 +185,21 @@ class WorkflowExecutor:
 
     # -- phases -----------------------------------------------------------------------------
     def _advance(self, rnd: ExecutionRound) -> None:
+        # A phase entered from READY or RUNNING is handled in the same pass: READY and SUCCEEDING wait for
+        # nothing, and FAILING for nothing but the nodes' aborts. FlytePropeller takes one phase per round; the
+        # events are the same here, and an execution whose nodes end in one pass is written once, not three times.
         status = rnd.status
-        phase = status.phase
-        if phase == WorkflowStatusPhase.READY:
+        if status.phase == WorkflowStatusPhase.READY:
             status.data_dir = self.ctx.blobs.execution_dir(*rnd.key)
             self._to(rnd, WorkflowStatusPhase.RUNNING)
-        elif phase == WorkflowStatusPhase.RUNNING:
+        if status.phase == WorkflowStatusPhase.RUNNING:
             outcome = self.nodes.walk(rnd)
             if outcome.error is not None:
                 self._to(rnd, WorkflowStatusPhase.FAILING, error=outcome.error)
             elif outcome.complete:
                 self._to(rnd, WorkflowStatusPhase.SUCCEEDING)
-        elif phase == WorkflowStatusPhase.SUCCEEDING:
+        phase = status.phase
+        if phase == WorkflowStatusPhase.SUCCEEDING:
             end = status.node(END_NODE)
             status.output_uri = posixpath.join(end.output_dir, "outputs.pb") if end.output_dir else ""
             self._to(rnd, WorkflowStatusPhase.SUCCESS)
