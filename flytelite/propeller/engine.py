@@ -130,9 +130,10 @@ class Engine:
         except RuntimeError:
             pass
 
-    def _in_thread(self, fn: Callable[..., T], *args) -> asyncio.Future[T]:
+    async def _in_thread(self, fn: Callable[..., T], *args) -> T:
         """Run a worker's `fn(*args)` in a thread, through the round gate (gate.py)."""
-        return asyncio.get_running_loop().run_in_executor(self._threads, self._gate.run, fn, *args)
+        loop = asyncio.get_running_loop()
+        return await self._gate.run(lambda: loop.run_in_executor(self._threads, fn, *args))
 
     async def _worker(self, index: int) -> None:
         while True:
