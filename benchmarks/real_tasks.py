@@ -42,7 +42,7 @@ from benchmarks.venvs import Unavailable, ensure_venv
 from benchmarks.workflows import real_wfs
 
 WARM_OFF = "engine:\n  warm_workers: false\n"
-QUEUE_SECONDS = 0.05
+QUEUE_SECONDS = 1.0
 QUEUE_ON = f"  warm_queue_seconds: {QUEUE_SECONDS}\n"  # a line of the engine section
 MAP_ITEMS = 1000
 COLD_MAP_ITEMS = 100
@@ -236,9 +236,9 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
         return measure(folder, f"engine:\n{engine}" if engine else "", runs=runs, map_items=MAP_ITEMS,
                        map_runs=runs, chain_and_map_only=True)
 
-    # The map again with attempts waiting for their group's busy workers while the processors are busy (the
-    # home on the disk, then on tmpfs), and with only the attempts' folders on tmpfs (engine.attempts_dir).
-    queue = f"engine.warm_queue_seconds: {QUEUE_SECONDS}"
+    # The map again with attempts waiting for their group's busy workers (the home on the disk, then on
+    # tmpfs), and with only the attempts' folders on tmpfs (engine.attempts_dir).
+    queue = f"engine.warm_queue_seconds: {QUEUE_SECONDS:g}"
     variants = [
         (queue, map_again(root / "queued", QUEUE_ON)),
         (f"{queue}, home on tmpfs", on_tmpfs(lambda tmp: map_again(tmp, QUEUE_ON))),

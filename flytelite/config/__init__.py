@@ -50,15 +50,13 @@ class EngineConfig:
     # all are taken, an attempt that would run warm waits in QUEUED for one to end.
     warm_pool_size: int = 0
     # Seconds an attempt may wait for a busy worker of its group (the tasks of one code version; the items of
-    # its map tasks) while the processors are busy, before it gets a process of its own (0: never waits; see
-    # propeller/plugins/warm/zygote.py). Fewer processes than items in flight keep the processors' caches
-    # warm: a 1,000-item map on 2 cores took 3.8-4.2 s instead of 4.4-5.0 s with the home on tmpfs, but
-    # 6.5-13.0 s instead of 5.0-9.4 s with it on this machine's disk (runs paired), hence off by default;
-    # with only the attempts' folders on tmpfs (attempts_dir), one bench run measured 3.9 s instead of 5.3 s.
-    # The round that starts a waiting attempt waits for it to start (ZygoteHandle.run waits for Started), and
-    # the attempts after it in that round start later: running a 1,000-item map twice on tmpfs with 0.05 s,
-    # rounds waited 1,190-1,337 times, 4.6-4.8 ms each (median), and a round's walk took 82-93 ms (median)
-    # instead of 28 ms.
+    # its map tasks) while the group has as many busy workers as processors, before it gets a process of its
+    # own (0: never waits; see propeller/plugins/warm/zygote.py). Fewer processes than items in flight keep
+    # the processors' caches warm, and the server's rounds take the items' news in batches meanwhile (see
+    # LocalProcessPlugin._warm_news): with 1.0, a 1,000-item map on 2 cores took 3.86-3.90 s instead of
+    # 4.78-4.96 s with the home on tmpfs. An attempt that waits counts as running, as one given to an idle
+    # worker does; a long or sleeping attempt delays a sibling by this many seconds at most, hence off by
+    # default.
     warm_queue_seconds: float = 0.0
     # Where task attempts' folders go (their working folder with the unpacked code, their temp folder), each
     # deleted after its attempt; empty: <home>/work. A folder on a tmpfs (such as /dev/shm/flytelite) keeps

@@ -224,6 +224,14 @@ def lingering_wf(xs: list[int], marker_dir: str) -> list[int]:
 
 
 @task
+def gate(path: str) -> str:
+    """Runs until the file `path` exists (what a test opens when it is ready)."""
+    while not Path(path).exists():
+        time.sleep(0.02)
+    return path
+
+
+@task
 def nap(seconds: float) -> float:
     time.sleep(seconds)
     return seconds

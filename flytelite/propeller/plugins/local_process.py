@@ -27,6 +27,7 @@ import subprocess
 import tempfile
 import threading
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
@@ -65,6 +66,9 @@ PYTHON_NAMES = re.compile(r"^python(3(\.\d+)?)?$")
 KILL_GRACE_SECONDS = 3.0
 # Poll interval for a process we cannot get exit notifications for.
 POLL_SECONDS = 1.0
+# The longest a round woken by a warm attempt's exit waits while the zygote holds work for its workers (see
+# LocalProcessPlugin._warm_news).
+BATCH_SECONDS = 0.05
 # How long a sweep of finished attempts' folders waits before it starts. A folder is handed over in the round
 # that starts the finished attempt's successor: a sweep at once took the GIL from that round (rmtree is Python
 # between its system calls) and made it ~0.3 ms slower; later, it runs while the successor's task does, with
@@ -223,6 +227,16 @@ class LocalProcessPlugin(Plugin):
             proc = self._children.get(st.marker)
             prepared_here = st.marker in self._prepared
             awaiting_room = st.marker in self._awaiting_room
+        if isinstance(proc, WarmAttempt) and proc.pid is None:
+            if not proc.lost:
+                return self._sent(st)
+            with self._lock:
+                self._children.pop(st.marker, None)
+            return self._lost(tctx, st, proc)
+        if isinstance(proc, WarmAttempt):
+            # Sent by an earlier round, which watched it (_sent or _started); the zygote has said where it runs.
+            st.status, st.pid, st.start_time = AttemptStatus.RUNNING, proc.pid, proc.start_time
+            return self._check(tctx, st)
         if proc is not None:
             # Started by an earlier round whose status never got persisted.
             return self._started(tctx, st, proc.pid, _start_time(proc), proc)
@@ -230,13 +244,8 @@ class LocalProcessPlugin(Plugin):
             if self._elsewhere(st):
                 return self._left_elsewhere(tctx, st)
             # Prepared before a restart: the process may have started just before the crash.
-            found = processes.find_by_marker(st.marker) or find_by_pid_file(st.work_dir)
-            if found is not None:
-                log.info("adopting running task process %s (pid %d)", st.marker, found[0])
-                return self._started(tctx, st, found[0], found[1], None)
-            if self._has_result(st):
-                st.status = AttemptStatus.DONE
-                return self._result(tctx, st)
+            if (found := self._found(tctx, st)) is not None:
+                return found
         if not tctx.may_launch():
             reason = ("waiting for this replica to renew its lease on the execution before starting the "
                       "task's process")
@@ -270,7 +279,42 @@ class LocalProcessPlugin(Plugin):
         with self._lock:
             self._children[st.marker] = proc
             self._prepared.discard(st.marker)
+        if proc.pid is None:  # sent to a zygote, which has not said where it runs yet
+            wake = self._warm_news(tctx, proc)
+            proc.on_start(lambda _: wake())
+            proc.on_exit(wake)
+            return self._sent(st)
         return self._started(tctx, st, proc.pid, _start_time(proc), proc)
+
+    def _sent(self, st: AttemptState) -> PluginPhaseInfo:
+        """An attempt sent to a zygote that has not said where it runs (see WarmPool.launch). It counts as
+        running, as one given to an idle worker does; its status stays "launching" until the round the zygote's
+        answer wakes (as a pod's start wakes FlytePropeller), so a restart meanwhile looks for its process (by
+        its pid file) before starting it again."""
+        return PluginPhaseInfo(PluginPhase.RUNNING, reason="sent to a warm worker", logs=self._logs(st))
+
+    def _found(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo | None:
+        """An attempt that may have started unbeknown to this server: its process found running (by its marker,
+        or a forked one by its pid file) is adopted; one that ended is judged by its files. None: neither."""
+        found = processes.find_by_marker(st.marker) or find_by_pid_file(st.work_dir)
+        if found is not None:
+            log.info("adopting running task process %s (pid %d)", st.marker, found[0])
+            return self._started(tctx, st, found[0], found[1], None)
+        if self._has_result(st):
+            st.status = AttemptStatus.DONE
+            return self._result(tctx, st)
+        return None
+
+    def _lost(self, tctx: TaskExecutionContext, st: AttemptState, proc: WarmAttempt) -> PluginPhaseInfo:
+        """A warm attempt whose zygote never said where it ran: the zygote could not start it (its error), or
+        died first, maybe after it forked: found by its marker or pid file, it is adopted. Otherwise it did not
+        start, a retryable system error (as a failed fork)."""
+        if proc.error is None and (found := self._found(tctx, st)) is not None:
+            return found
+        why = proc.error or "its zygote exited before it started the attempt"
+        return PluginPhaseInfo.failure(
+            E.PROCESS_START_FAILED, f"could not start the process of task {tctx.task.id.name} in a warm worker: "
+            f"{why}", kind=SYSTEM, retryable=True, logs=self._logs(st))
 
     def _spawn(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str, tmp: str, on_room=None,
                waiter=None):
@@ -302,7 +346,7 @@ class LocalProcessPlugin(Plugin):
         pid, started = st.pid, st.start_time
         assert pid is not None
         if isinstance(proc, WarmAttempt) and not proc.orphaned:
-            proc.on_exit(lambda: tctx.wake(None))  # the zygote reports the exit
+            proc.on_exit(self._warm_news(tctx, proc))  # the zygote reports the exit
             return True
         if self.watcher.is_watching(pid):
             return True
@@ -319,6 +363,21 @@ class LocalProcessPlugin(Plugin):
             tctx.wake(None)
             return True
         return False
+
+    def _warm_news(self, tctx: TaskExecutionContext, proc: WarmAttempt) -> Callable[[], None]:
+        """What wakes the execution when the zygote says a warm attempt started or ended: at once, unless the
+        zygote still holds more of its group's attempts than there are processors (engine.warm_queue_seconds),
+        which the workers take without the server. Then the round can wait (up to BATCH_SECONDS, or until news
+        comes with fewer held) and take the news of the meantime too: a round per item made a 1,000-item map's
+        rounds 2,000, each with a round's fixed cost of reading and writing the execution."""
+        if self.warm is None or not self.warm.queue_seconds:
+            return lambda: tctx.wake(None)
+        processors = self.warm.processors or len(os.sched_getaffinity(0))
+
+        def woken() -> None:
+            tctx.wake(BATCH_SECONDS if proc.zygote.held(proc.group) > processors else None)
+
+        return woken
 
     def _check(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo:
         with self._lock:
@@ -382,7 +441,7 @@ class LocalProcessPlugin(Plugin):
 
     def abort(self, tctx: TaskExecutionContext) -> None:
         st = AttemptState.load(tctx.state)
-        target = None
+        target: tuple[int | None, int | None] | None = None
         with self._lock:
             proc = self._children.get(st.marker)
             prepared_here = st.marker in self._prepared
@@ -390,10 +449,12 @@ class LocalProcessPlugin(Plugin):
             target = (st.pid, st.start_time)
         elif st.status == AttemptStatus.LAUNCHING:
             # A process may exist that the persisted state does not know of yet (see _launch).
+            if getattr(proc, "lost", False):
+                proc, prepared_here = None, False  # its zygote died not saying where it ran it (see _lost)
             if proc is not None:
-                target = (proc.pid, processes.start_time(proc.pid))
-            elif not prepared_here:
-                target = processes.find_by_marker(st.marker)
+                target = (proc.pid, _start_time(proc))  # pid None: sent, the zygote drops or kills it
+            elif not prepared_here:  # a forked attempt has the zygote's environment: only its pid file names it
+                target = processes.find_by_marker(st.marker) or find_by_pid_file(st.work_dir)
         if target is not None and self._elsewhere(st):
             log.warning("cannot stop the task process of %s: it runs on machine %r, not this one (%r)",
                         st.marker, st.machine, self.machine)
@@ -409,12 +470,12 @@ class LocalProcessPlugin(Plugin):
             self._prepared.discard(st.marker)
             self._awaiting_room.discard(st.marker)
 
-    def _kill(self, proc, pid: int, started: int | None, sig: int) -> bool:
+    def _kill(self, proc, pid: int | None, started: int | None, sig: int) -> bool:
         # A warm attempt's zygote holds it unreaped until it exits: its kill cannot hit a recycled pid, nor a
         # sibling map item that the attempt's worker runs once this attempt ended (its pid stays alive).
         if isinstance(proc, WarmAttempt) and proc.kill(sig):
             return True
-        return processes.kill_group(pid, started, sig)
+        return pid is not None and processes.kill_group(pid, started, sig)
 
     def finalize(self, tctx: TaskExecutionContext) -> None:
         st = AttemptState.load(tctx.state)
@@ -511,6 +572,8 @@ def _waiting_for_room(reason: str) -> PluginPhaseInfo:
 
 
 def _start_time(proc) -> int | None:
+    if proc.pid is None:  # a warm attempt its zygote has not started yet
+        return None
     return getattr(proc, "start_time", None) or processes.start_time(proc.pid)
 
 

@@ -23,7 +23,13 @@ from flytelite.propeller.phases import WorkflowStatusPhase
 from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.core import PluginPhase, TaskExecutionContext
 from flytelite.propeller.plugins.local_process import LocalProcessPlugin
-from flytelite.propeller.plugins.warm.pool import WarmPool, pyflyte_command, starts_alike, worker_group
+from flytelite.propeller.plugins.warm.pool import (
+    WarmPool,
+    find_by_pid_file,
+    pyflyte_command,
+    starts_alike,
+    worker_group,
+)
 from flytelite.store.flyteworkflow import ExecutionSpec
 from flytelite.store.models import FlyteWorkflow
 from tests.e2e.flyte_cli import wait_for
@@ -351,40 +357,105 @@ def test_engine_stop_leaves_the_forked_attempt_running_and_a_new_engine_adopts_i
     assert sink.task_phases("n1") == [(0, "SUCCEEDED")]
 
 
-def test_a_fork_interrupted_by_a_crash_is_found_by_its_pid_file_not_started_twice(tmp_path):
-    """The crash window between the zygote forking and the engine persisting the pid."""
+def _too_slow_attempts(tmp_path, name: str):
+    """(context, tctx(state, node): an attempt of too_slow_wf's task (60 s) as node `node`, marker folder)."""
     ctx = h.make_context(tmp_path)
     marks = tmp_path / "marks"
     closure = h.compile_entity(ft.too_slow_wf)
     inputs_uri = str(tmp_path / "inputs.pb")
     ctx.blobs.write_proto(inputs_uri, h.literal_map({"marker_dir": str(marks)}))
-    spec = ExecutionSpec(project=h.P, domain=h.D, name="crashfork", inputs_uri=inputs_uri,
+    spec = ExecutionSpec(project=h.P, domain=h.D, name=name, inputs_uri=inputs_uri,
                          raw_output_prefix=ctx.blobs.raw_output_prefix())
 
-    def tctx(state):
+    def tctx(state, node="n0"):
         return TaskExecutionContext(
-            ctx=ctx, key=(h.P, h.D, "crashfork"), spec=spec, workflow_id=closure.primary.template.id, node_id="n0",
-            attempt=0, task=closure.tasks[0].template, input_uri=inputs_uri, output_prefix=str(tmp_path / "out"),
-            state=state, wake=lambda delay: None)
+            ctx=ctx, key=(h.P, h.D, name), spec=spec, workflow_id=closure.primary.template.id, node_id=node,
+            attempt=0, task=closure.tasks[0].template, input_uri=inputs_uri,
+            output_prefix=str(tmp_path / node / "out"), state=state, wake=lambda delay: None)
+
+    return ctx, tctx, marks
+
+
+def test_a_fork_interrupted_by_a_crash_is_found_by_its_pid_file_not_started_twice(tmp_path):
+    """The crash window between the zygote forking and the engine persisting the pid."""
+    ctx, tctx, _ = _too_slow_attempts(tmp_path, "crashfork")
 
     first, second = LocalProcessPlugin(ctx), LocalProcessPlugin(ctx)
     try:
         state = {}
-        # A local store: the attempt is prepared and started in one round.
+        # A local store: the attempt is prepared and sent to the zygote in one round, which does not wait for
+        # the fork: the state persisted is "launching", without a pid.
         assert first.handle(tctx(state)).phase == PluginPhase.RUNNING
-        pid = state["pid"]
+        assert state["status"] == "launching" and "pid" not in state
         assert first.warm.forks == 1
+        asyncio.run(h.wait_for(lambda: find_by_pid_file(state["work_dir"]) is not None))
+        pid = find_by_pid_file(state["work_dir"])[0]
         # A forked child's /proc environ is the zygote's: only its pid file says which attempt it is.
         assert processes.find_by_marker(state["marker"]) is None
-        after: dict = {}  # what the crashed server had persisted of the attempt: nothing
+        # What the crashed server persisted: the round that sent the attempt ("launching"), or nothing.
+        persisted = dict(state)
+        assert second.handle(tctx(persisted)).phase == PluginPhase.RUNNING  # found before starting one
+        assert persisted["pid"] == pid and persisted["adopted"] is True
+        after: dict = {}
         info = second.handle(tctx(after))  # a new server: the attempt's output folder is there already
         assert info.phase == PluginPhase.QUEUED and info.requeue_now and after["status"] == "launching"
         info = second.handle(tctx(after))  # it looks for the process before starting one
         assert info.phase == PluginPhase.RUNNING
         assert after["pid"] == pid and after["adopted"] is True
         assert second.warm is None or second.warm.forks == 0
-        second.abort(tctx(after))
+        # An abort from a state persisted as "launching" finds it by its pid file as well.
+        aborted = dict(state)
+        second.abort(tctx(aborted))
+        assert aborted["status"] == "aborted"
         assert _gone(pid)
     finally:
         first.close()
         second.close()
+
+
+def _held_second_attempt(tmp_path):
+    """A plugin whose zygote runs too_slow_wf's task (60 s) for node n0 and holds n1's attempt of it for n0's
+    worker (a queue of one processor): (plugin, tctx(state, node), n0's state, n1's state, marker folder)."""
+    ctx, tctx, marks = _too_slow_attempts(tmp_path, "held")
+    plugin = LocalProcessPlugin(ctx)
+    plugin.warm.queue_seconds, plugin.warm.processors = 60.0, 1  # before its zygote starts
+    first, second = {}, {}
+    assert plugin.handle(tctx(first, "n0")).phase == PluginPhase.RUNNING
+    asyncio.run(h.wait_for(lambda: markers(marks, "too_slow")))  # n0 runs in the group's only worker
+    assert plugin.handle(tctx(second, "n1")).phase == PluginPhase.RUNNING  # sent: the zygote holds it
+    assert second["status"] == "launching" and "pid" not in second
+    return plugin, tctx, first, second, marks
+
+
+def test_an_attempt_held_by_a_zygote_that_dies_fails_to_start_and_is_retried_while_the_started_one_runs_on(tmp_path):
+    plugin, tctx, first, second, marks = _held_second_attempt(tmp_path)
+    try:
+        os.kill(plugin.warm.zygote_pid(PY), signal.SIGKILL)
+        info = asyncio.run(h.wait_for(lambda: (i := plugin.handle(tctx(second, "n1"))).phase != PluginPhase.RUNNING
+                                      and i))
+        assert info.phase == PluginPhase.RETRYABLE_FAILURE and info.error.code == "ProcessStartFailed"
+        assert "its zygote exited before it started the attempt" in info.error.message
+        info = plugin.handle(tctx(first, "n0"))  # started before: waited for as an orphan
+        assert info.phase == PluginPhase.RUNNING and processes.is_alive(first["pid"], first["start_time"])
+        plugin.abort(tctx(first, "n0"))
+        assert _gone(first["pid"])
+        assert len(markers(marks, "too_slow")) == 1  # n1's attempt never ran
+    finally:
+        plugin.close()
+
+
+def test_an_abort_drops_an_attempt_the_zygote_holds_and_it_never_runs(tmp_path):
+    plugin, tctx, first, second, marks = _held_second_attempt(tmp_path)
+    try:
+        held = plugin._children[second["marker"]]
+        plugin.abort(tctx(second, "n1"))
+        assert second["status"] == "aborted"
+        asyncio.run(h.wait_for(lambda: held.poll() is not None))
+        assert held.returncode == -signal.SIGTERM and held.pid is None
+        plugin.finalize(tctx(second, "n1"))
+        assert plugin.handle(tctx(first, "n0")).phase == PluginPhase.RUNNING  # n0 runs on
+        plugin.abort(tctx(first, "n0"))
+        assert _gone(first["pid"])
+        assert len(markers(marks, "too_slow")) == 1
+    finally:
+        plugin.close()

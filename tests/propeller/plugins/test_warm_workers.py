@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import concurrent.futures
-import contextlib
 import os
 import signal
-import subprocess
-import sys
 import tempfile
 
 import pytest
@@ -25,6 +21,7 @@ from flytelite.propeller.phases import WorkflowStatusPhase
 from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.local_process import LocalProcessPlugin
 from flytelite.propeller.plugins.warm import messages
+from flytelite.propeller.plugins.warm import pool as pool_module
 from flytelite.propeller.plugins.warm.pool import WarmPool, find_by_pid_file
 from tests.propeller import harness as h
 from tests.propeller import warm_tasks as wt
@@ -232,20 +229,15 @@ def test_an_item_in_a_reused_worker_has_a_pid_file_naming_the_worker_while_it_ru
         pool.close()
 
 
-@contextlib.contextmanager
-def _busy_processor():
-    """A process that keeps one processor busy (the real load the zygote looks at)."""
-    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        yield
-    finally:
-        burner.kill()
-        burner.wait()
-
-
 def _launch_item(pool: WarmPool, tmp_path, name: str, seconds: float):
     argv, cwd, log = _item_request(tmp_path, name, "nap", {"seconds": seconds})
     return pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, f"{cwd}.tmp", group="siblings")
+
+
+def _started(attempt):
+    """The attempt, once its zygote said where it runs (or that it ended without running)."""
+    assert attempt.started.wait(60)
+    return attempt
 
 
 def _end_both(first, second) -> None:
@@ -256,16 +248,15 @@ def _end_both(first, second) -> None:
     asyncio.run(h.wait_for(lambda: _exited(first)))
 
 
-def test_while_the_processors_are_busy_an_item_waits_for_its_groups_busy_worker_rather_than_a_new_process(tmp_path):
+def test_with_as_many_busy_workers_as_processors_an_item_waits_for_one_rather_than_a_new_process(tmp_path):
     pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=1)
     try:
-        with _busy_processor():
-            first = _launch_item(pool, tmp_path, "a", 2.0)
-            # Blocks until the first item's worker took this one (Started comes only then).
-            second = _launch_item(pool, tmp_path, "b", 0.0)
-            assert _exited(first) and first.returncode == 0
-            assert second.reused and second.pid == first.pid
-            asyncio.run(h.wait_for(lambda: _exited(second)))
+        first = _launch_item(pool, tmp_path, "a", 2.0)
+        # Sent at once; the zygote says where it runs (Started) once the first item's worker took it.
+        second = _started(_launch_item(pool, tmp_path, "b", 0.0))
+        assert _exited(first) and first.returncode == 0
+        assert second.reused and second.pid == first.pid
+        asyncio.run(h.wait_for(lambda: _exited(second)))
         assert second.returncode == 0
         assert (tmp_path / "b" / "out" / "outputs.pb").exists()
     finally:
@@ -275,11 +266,10 @@ def test_while_the_processors_are_busy_an_item_waits_for_its_groups_busy_worker_
 def test_an_item_waits_for_a_busy_worker_no_longer_than_the_queue_seconds(tmp_path):
     pool = WarmPool(tmp_path / "logs", queue_seconds=0.5, processors=1)
     try:
-        with _busy_processor():
-            first = _launch_item(pool, tmp_path, "a", 60.0)
-            second = _launch_item(pool, tmp_path, "b", 0.0)
-            assert not second.reused and second.pid != first.pid
-            assert not _exited(first)  # started beside the first, not after it
+        first = _launch_item(pool, tmp_path, "a", 60.0)
+        second = _started(_launch_item(pool, tmp_path, "b", 0.0))
+        assert not second.reused and second.pid != first.pid
+        assert not _exited(first)  # started beside the first, not after it
         _end_both(first, second)
     finally:
         pool.close()
@@ -290,14 +280,11 @@ def test_an_item_waiting_for_a_busy_worker_when_the_zygote_goes_never_starts(tmp
     restarted server starts it afresh (the attempt is still launching)."""
     pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=1)
     try:
-        with _busy_processor(), concurrent.futures.ThreadPoolExecutor(1) as launcher:
-            first = _launch_item(pool, tmp_path, "a", 60.0)
-            second = launcher.submit(_launch_item, pool, tmp_path, "b", 0.0)
-            with pytest.raises(concurrent.futures.TimeoutError):
-                second.result(timeout=1.0)  # waiting for the first item's worker
-            first.zygote.stop()
-            with pytest.raises(OSError, match="exited"):
-                second.result(timeout=60)
+        first = _started(_launch_item(pool, tmp_path, "a", 60.0))
+        second = _launch_item(pool, tmp_path, "b", 0.0)
+        assert not second.started.wait(1.0)  # waiting for the first item's worker
+        first.zygote.stop()
+        assert _started(second).lost and second.pid is None and second.error is None
         assert not (tmp_path / "b" / "work.warm" / "pid").exists()
         assert not (tmp_path / "b" / "out").exists() and not (tmp_path / "b" / "log").exists()
         # The first item runs on, as a running attempt does when its zygote goes.
@@ -307,24 +294,77 @@ def test_an_item_waiting_for_a_busy_worker_when_the_zygote_goes_never_starts(tmp
         pool.close()
 
 
-def test_with_processors_to_spare_an_item_gets_a_process_of_its_own_at_once(tmp_path):
+def test_the_pool_counts_the_items_a_zygote_holds_until_each_starts(tmp_path):
+    """What tells the plugin whether the workers have work without the server (LocalProcessPlugin._warm_news)."""
+    pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=1)
+    try:
+        opened = tmp_path / "open"
+        argv, cwd, log = _item_request(tmp_path, "a", "gate", {"path": str(opened)})
+        first = _started(pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, f"{cwd}.tmp",
+                                     group="siblings"))
+        zygote = first.zygote
+        assert zygote.held("siblings") == 0
+        second, third = (_launch_item(pool, tmp_path, name, 0.0) for name in ("b", "c"))
+        assert zygote.held("siblings") == 2 and zygote.held("others") == 0  # the first item's worker is busy
+        opened.touch()
+        asyncio.run(h.wait_for(lambda: _exited(third)))  # each taken by that worker, one after the other
+        assert zygote.held("siblings") == 0
+        assert second.pid == third.pid == first.pid and second.returncode == third.returncode == 0
+    finally:
+        pool.close()
+
+
+def test_a_kill_drops_an_item_still_waiting_for_a_busy_worker_which_then_ends_as_killed(tmp_path):
+    pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=1)
+    try:
+        first = _started(_launch_item(pool, tmp_path, "a", 60.0))
+        second = _launch_item(pool, tmp_path, "b", 0.0)
+        assert second.kill(signal.SIGTERM)
+        asyncio.run(h.wait_for(lambda: _exited(second)))
+        assert second.returncode == -signal.SIGTERM and second.pid is None
+        assert not (tmp_path / "b" / "work.warm" / "pid").exists() and not (tmp_path / "b" / "out").exists()
+        assert not _exited(first)  # the worker it waited for runs on
+        assert first.kill(signal.SIGKILL)
+        asyncio.run(h.wait_for(lambda: _exited(first)))
+    finally:
+        pool.close()
+
+
+def test_a_zygote_that_leaves_a_request_unanswered_is_stopped_and_the_attempt_ends_unstarted(tmp_path, monkeypatch):
+    monkeypatch.setattr(pool_module, "FORK_ANSWER_SECONDS", 0.5)
+    pool = WarmPool(tmp_path / "logs")
+    try:
+        first = _started(_launch_item(pool, tmp_path, "a", 60.0))
+        zygote = first.zygote
+        os.kill(zygote.proc.pid, signal.SIGSTOP)  # wedged
+        second = _launch_item(pool, tmp_path, "b", 0.0)
+        assert _started(second).lost and second.error is None
+        asyncio.run(h.wait_for(lambda: zygote.proc.poll() is not None))
+        assert zygote.proc.returncode == -signal.SIGKILL
+        # What it had started runs on, watched as an orphan.
+        assert first.orphaned and processes.is_alive(first.pid, first.start_time)
+        processes.kill_group(first.pid, first.start_time, signal.SIGKILL)
+    finally:
+        pool.close()
+
+
+def test_with_fewer_busy_workers_than_processors_an_item_gets_a_process_of_its_own_at_once(tmp_path):
     pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=4096)
     try:
         first = _launch_item(pool, tmp_path, "a", 60.0)
-        second = _launch_item(pool, tmp_path, "b", 0.0)
+        second = _started(_launch_item(pool, tmp_path, "b", 0.0))
         assert not second.reused and not _exited(first)
         _end_both(first, second)
     finally:
         pool.close()
 
 
-def test_a_map_task_runs_with_warm_queue_seconds_on_while_the_processors_are_busy(tmp_path):
+def test_a_map_task_runs_with_warm_queue_seconds_on(tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()
-    with _busy_processor(), _busy_processor():
-        ctx, key, sink, status, _ = run_workflow(tmp_path / "map", wt.timed_items_wf,
-                                                 {"xs": [0, 1, 2, 3, 4], "marker_dir": str(marks)}, "queued",
-                                                 warm_queue_seconds=60.0)
+    ctx, key, sink, status, _ = run_workflow(tmp_path / "map", wt.timed_items_wf,
+                                             {"xs": [0, 1, 2, 3, 4], "marker_dir": str(marks)}, "queued",
+                                             warm_queue_seconds=60.0)
     assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
     assert h.outputs(ctx, key) == {"o0": [0, 1, 2, 3, 4]}
     assert len(_spans(marks)) == 5

@@ -41,9 +41,10 @@ class Run:
 
 @dataclass(frozen=True)
 class Kill:
-    """Signal the process group of the attempt `id`, if process `pid` is the zygote's and still runs it."""
+    """Signal the process group of the attempt `id` while a process of the zygote runs it (`pid`, when the
+    server knows it), or drop it unstarted if it still waits for a worker (answered by a Failed with `signal`)."""
 
-    pid: int
+    pid: int | None
     id: int
     sig: int
 
@@ -93,10 +94,11 @@ class Started:
 
 @dataclass(frozen=True)
 class Failed:
-    """Attempt `id` could not be started."""
+    """Attempt `id` could not be started; with `signal`, a Kill dropped it before it started."""
 
     id: int
     error: str
+    signal: int = 0
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,12 @@
 
 `WarmPool.launch` is the local-process plugin's fast path. It answers None when an attempt must run
 cold (not a pyflyte command, runtime packages, an environment that changes how the interpreter
-starts, no usable zygote yet); then nothing was started. Once a request is sent it either returns a
-WarmAttempt (Popen-like: pid, poll(), plus on_exit and kill) or raises OSError, never both, so an
-attempt is never started twice. A zygote that dies is started again on the next launch; attempts it
+starts, no usable zygote yet); then nothing was started. Once a request is sent it returns a
+WarmAttempt (Popen-like: pid, poll(), plus on_exit and kill) without waiting for the zygote's answer: its
+pid is None until the zygote says where the attempt runs (Started), or says it could not start it
+(Failed), or dies first (the attempt is then `lost`: it may have been forked, so the plugin looks for it
+before it calls it a failed start). A request that could not be sent raises OSError (nothing started),
+so an attempt is never started twice. A zygote that dies is started again on the next launch; attempts it
 had forked keep running and are adopted like any process the server did not start (pid + start time).
 The attempts of the tasks of one code version, and the items of its map tasks, may run one after
 another in a worker (see zygote.py and child.py): their WarmAttempt's pid is the worker's, and its exit
@@ -32,8 +35,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Hashable
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 
 from flytelite.propeller.plugins import processes
@@ -128,52 +129,90 @@ class ZygoteRetired(OSError):
 
 
 class WarmAttempt:
-    """A forked attempt: what the plugin needs of a Popen, with exit news from the zygote."""
+    """An attempt sent to a zygote: what the plugin needs of a Popen, with news from the zygote.
 
-    def __init__(self, zygote: ZygoteHandle, request_id: int, pid: int, start_time: int | None,
-                 reused: bool = False):
+    Its pid is None until the zygote says where the attempt runs (Started): the server does not wait for that.
+    An attempt given to an idle worker has the worker's pid at once."""
+
+    def __init__(self, zygote: ZygoteHandle, request_id: int, pid: int | None = None,
+                 start_time: int | None = None, reused: bool = False, group: str | None = None):
         self.zygote, self.request_id, self.pid, self.start_time = zygote, request_id, pid, start_time
+        self.group = group
         # Run by a worker that ran a sibling map item before (the pid is that worker's).
         self.reused = reused
         self.returncode: int | None = None
-        # True when the zygote died first: the exit code will never come; watch the process like an adopted one.
+        # True when the zygote died first: the exit code will never come; watch the process like an adopted one
+        # (one whose pid the zygote never said may have been forked all the same: look for it by its pid file).
         self.orphaned = False
+        # Why the zygote could not start it (it never ran).
+        self.error: str | None = None
+        # Set once the pid is known, or the attempt ended without one.
+        self.started = threading.Event()
         self._callbacks: list[Callable[[], None]] = []
+        self._on_start: list[Callable[[WarmAttempt], None]] = []
         self._lock = threading.Lock()
+        if pid is not None:
+            self.started.set()
 
     def poll(self) -> int | None:
         return self.returncode
 
+    @property
+    def lost(self) -> bool:
+        """Ended without the zygote ever saying where it ran (it could not start it, or died first)."""
+        return self.pid is None and (self.orphaned or self.error is not None)
+
     def on_exit(self, callback: Callable[[], None]) -> None:
-        """Call back (from the zygote's reader thread) once the attempt exits or is orphaned."""
+        """Call back (from the zygote's reader thread) once the attempt exits, is orphaned or failed to start."""
         with self._lock:
-            if self.returncode is None and not self.orphaned:
+            if self.returncode is None and not self.orphaned and self.error is None:
                 self._callbacks.append(callback)
                 return
         callback()
 
+    def on_start(self, callback: Callable[[WarmAttempt], None]) -> None:
+        """Call back with the attempt once its pid is known (at once if it is)."""
+        with self._lock:
+            if self.pid is None:
+                self._on_start.append(callback)
+                return
+        callback(self)
+
     def kill(self, sig: int) -> bool:
-        """Signal the attempt's process group through the zygote; False if the zygote cannot (use pid + start time).
+        """Signal the attempt's process group through the zygote (or drop it there if it waits for a worker);
+        False if the zygote cannot (use pid + start time).
 
         True without a signal once the attempt ended: its pid may be a worker running a sibling item by now."""
-        if self.returncode is not None:
+        if self.returncode is not None or self.error is not None:
             return True
         if self.orphaned:
             return False
         return self.zygote.send(messages.Kill(pid=self.pid, id=self.request_id, sig=int(sig)))
 
-    def _ended(self, returncode: int | None) -> None:
+    def _begin(self, pid: int, start_time: int | None, reused: bool) -> None:
         with self._lock:
-            if returncode is None:
+            self.pid, self.start_time, self.reused = pid, start_time, reused
+            callbacks, self._on_start = self._on_start, []
+        self.started.set()
+        for callback in callbacks:
+            callback(self)
+
+    def _ended(self, returncode: int | None, error: str | None = None) -> None:
+        with self._lock:
+            if error is not None:
+                self.error = error
+            elif returncode is None:
                 self.orphaned = True
             else:
                 self.returncode = returncode
             callbacks, self._callbacks = self._callbacks, []
+            self._on_start = []
+        self.started.set()
         for callback in callbacks:
             try:
                 callback()
             except Exception:  # noqa: BLE001 - one bad callback must not stop the reader
-                log.exception("exit callback of warm attempt %d failed", self.pid)
+                log.exception("exit callback of warm attempt %s failed", self.pid)
 
 
 class ZygoteHandle:
@@ -196,8 +235,10 @@ class ZygoteHandle:
         self.worker_idle_seconds = worker_idle_seconds
         self._spawned_ns = time.time_ns()
         self._attempts: dict[int, WarmAttempt] = {}
-        # Requests waiting for their Started or Failed: their future and group.
-        self._pending: dict[int, tuple[Future, str | None]] = {}
+        # Attempts waiting for their Started or Failed: the attempt, its group, and when the zygote must have
+        # answered (see FORK_ANSWER_SECONDS).
+        self._pending: dict[int, tuple[WarmAttempt, str | None, float]] = {}
+        self.queue_seconds = queue_seconds
         # The group of each process started for one (a worker), and each group's idle workers, the most
         # recently idle last: (pid, start time, idle since).
         self._groups: dict[int, str] = {}
@@ -248,11 +289,12 @@ class ZygoteHandle:
 
     def run(self, command: list[str], env: dict[str, str], cwd: str, log_path: str, tmp: str,
             group: str | None = None) -> WarmAttempt:
-        # The scratch folder is made by whoever writes the pid file first: not in the round that waits for the
-        # attempt to start.
+        """Send the attempt and return without waiting for the zygote: in an idle worker of its group it runs
+        there from now on (its pid is the worker's); otherwise its pid comes with the zygote's Started (a fork
+        takes milliseconds, and a request may wait for a busy worker: a round that waited held up the
+        attempts after it)."""
+        # The scratch folder is made by whoever writes the pid file first: not in the round that sends the attempt.
         scratch = scratch_dir(cwd)
-        future: Future = Future()
-        attempt = None
         with self._lock:
             self._next_id += 1
             request_id = self._next_id
@@ -260,32 +302,32 @@ class ZygoteHandle:
             if idle:
                 # Started in that worker from now on: an Exit that says it is gone (crossing this request) ends it.
                 pid, start_time, _ = idle.pop()
-                attempt = self._attempts[pid] = WarmAttempt(self, request_id, pid, start_time, reused=True)
+                attempt = self._attempts[pid] = WarmAttempt(self, request_id, pid, start_time, True, group)
             else:
-                self._pending[request_id] = (future, group)
+                attempt = WarmAttempt(self, request_id, group=group)
+                answer_by = time.monotonic() + self.queue_seconds + FORK_ANSWER_SECONDS
+                self._pending[request_id] = (attempt, group, answer_by)
         request = messages.Run(id=request_id, argv=command, env=env, cwd=cwd, log=log_path,
                                tmp=tmp, pid_file=os.path.join(scratch, "pid"),
                                bin_dir=os.path.dirname(self.interpreter), group=group,
-                               worker=None if attempt is None else attempt.pid,
-                               worker_start=None if attempt is None else attempt.start_time)
+                               worker=attempt.pid, worker_start=attempt.start_time)
         with self._send_lock:
             sent = not self.draining and self._send(request)
         if not sent:
             with self._lock:
                 self._pending.pop(request_id, None)
-                if attempt is not None and self._attempts.get(attempt.pid) is attempt:
+                if attempt.pid is not None and self._attempts.get(attempt.pid) is attempt:
                     del self._attempts[attempt.pid]  # the draining zygote ends that idle worker
             if self.draining:
                 raise ZygoteRetired(f"the zygote for {self.interpreter} (pid {self.proc.pid}) was retired")
             raise OSError(f"the zygote for {self.interpreter} is gone")
-        if attempt is not None:
-            return attempt
-        try:
-            return future.result(timeout=FORK_ANSWER_SECONDS)
-        except FutureTimeout:
-            self.stop(kill=True)
-            raise OSError(f"the zygote for {self.interpreter} (pid {self.proc.pid}) did not answer a fork "
-                          f"request in {FORK_ANSWER_SECONDS:.0f}s; it was stopped") from None
+        return attempt
+
+    def held(self, group: str | None) -> int:
+        """How many of the group's attempts were sent and not started yet: those the zygote holds for a busy
+        worker (with queue seconds), and forks under way."""
+        with self._lock:
+            return sum(1 for _, held, _ in self._pending.values() if held == group)
 
     def send(self, message: messages.Message) -> bool:
         with self._send_lock:
@@ -329,8 +371,9 @@ class ZygoteHandle:
         poller.register(self._sock, select.POLLIN)
         try:
             while True:
-                if not poller.poll(self._until_idle_retires()):
+                if not poller.poll(self._until_next_look()):
                     self._retire_idle()
+                    self._check_answers()
                     continue
                 data = self._sock.recv(1 << 16)
                 if not data:
@@ -342,13 +385,27 @@ class ZygoteHandle:
         finally:
             self._died()
 
-    def _until_idle_retires(self) -> int | None:
-        """Milliseconds until the longest idle worker is due to retire (None: no worker is idle)."""
+    def _until_next_look(self) -> int:
+        """Milliseconds until the longest idle worker is due to retire, or until it is time to look for
+        requests the zygote did not answer (FORK_ANSWER_SECONDS: a wait that a request sent meanwhile
+        cannot shorten, so a wedged zygote is found in one to two times that)."""
         with self._lock:
             since = [idle[0][2] for idle in self._idle.values() if idle]
-        if not since:
-            return None
-        return max(0, int((min(since) + self.worker_idle_seconds - time.monotonic()) * 1000) + 1)
+        wait = FORK_ANSWER_SECONDS
+        if since:
+            wait = min(wait, min(since) + self.worker_idle_seconds - time.monotonic())
+        return max(0, int(wait * 1000) + 1)
+
+    def _check_answers(self) -> None:
+        """Stop a zygote that left a request unanswered past its deadline: it is wedged. Its attempts end as
+        orphans (_died), looked for as after a restart."""
+        now = time.monotonic()
+        with self._lock:
+            late = [request_id for request_id, (_, _, answer_by) in self._pending.items() if answer_by < now]
+        if late:
+            log.error("the zygote for %s (pid %d) did not answer request %d in %.0fs; it is stopped",
+                      self.interpreter, self.proc.pid, late[0], self.queue_seconds + FORK_ANSWER_SECONDS)
+            self.stop(kill=True)
 
     def _retire_idle(self) -> None:
         due = time.monotonic() - self.worker_idle_seconds
@@ -376,19 +433,21 @@ class ZygoteHandle:
             if attempt is not None:
                 attempt._ended(msg.code)
         elif isinstance(msg, messages.Started):
-            attempt = WarmAttempt(self, msg.id, msg.pid, msg.start_time, msg.reused)
             with self._lock:
-                self._attempts[attempt.pid] = attempt
-                future, group = self._pending.pop(msg.id, (None, None))
+                attempt, group, _ = self._pending.pop(msg.id, (None, None, 0.0))
+                if attempt is None:
+                    return
+                self._attempts[msg.pid] = attempt
                 if group is not None:
                     self._groups[msg.pid] = group
-            if future is not None:
-                future.set_result(attempt)
+            attempt._begin(msg.pid, msg.start_time, msg.reused)
         elif isinstance(msg, messages.Failed):
             with self._lock:
-                future, _ = self._pending.pop(msg.id, (None, None))
-            if future is not None:
-                future.set_exception(OSError(msg.error))
+                attempt, _, _ = self._pending.pop(msg.id, (None, None, 0.0))
+            if attempt is not None and msg.signal:
+                attempt._ended(-msg.signal)  # dropped unstarted by a Kill: it ends as killed
+            elif attempt is not None:
+                attempt._ended(None, error=msg.error)
         elif isinstance(msg, messages.Ready):
             self.environment = EnvironmentSnapshot.from_ready(msg.site_dirs, msg.flytekit_file, self._spawned_ns)
             self.info = msg
@@ -401,15 +460,13 @@ class ZygoteHandle:
         with self._lock:
             self.alive = False
             attempts, self._attempts = list(self._attempts.values()), {}
-            pending, self._pending = [future for future, _ in self._pending.values()], {}
-            self._idle, self._groups = {}, {}
+            attempts += [attempt for attempt, _, _ in self._pending.values()]
+            self._pending, self._idle, self._groups = {}, {}, {}
         self._sock.close()
         self.ready.set()
         self.proc.wait()
         if self.temp_dir is not None and not attempts:
             shutil.rmtree(self.temp_dir, ignore_errors=True)
-        for future in pending:
-            future.set_exception(OSError(f"the zygote for {self.interpreter} exited (code {self.proc.returncode})"))
         for attempt in attempts:
             attempt._ended(None)
 
@@ -449,7 +506,8 @@ class WarmPool:
     def launch(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str, tmp: str,
                group: str | None = None, on_room: Callable[[], None] | None = None,
                waiter: Hashable = None) -> WarmAttempt | None:
-        """Fork the attempt from its interpreter's zygote; None when it must run cold (nothing started).
+        """Send the attempt to its interpreter's zygote (see ZygoteHandle.run); None when it must run cold
+        (nothing started).
 
         Attempts of one group (by default: worker_group's, the tasks of one code version or the items of its
         map tasks) may run one after another in a worker. `tmp` is its temp folder.
@@ -477,9 +535,14 @@ class WarmPool:
             attempt.on_exit(self._release)
             with self._lock:
                 self.forks += 1
-                self.reused += attempt.reused
+            attempt.on_start(self._count_start)
             return attempt
         return None
+
+    def _count_start(self, attempt: WarmAttempt) -> None:
+        if attempt.reused:
+            with self._lock:
+                self.reused += 1
 
     def wait_for_room(self, on_room: Callable[[], None], waiter: Hashable = None) -> str | None:
         """When every slot is taken: why the attempt waits (what PoolFull says), and `on_room` is called once

@@ -7,21 +7,20 @@ so it needs only the standard library and flytekit, never flytelite. It imports
 Requests with the same "group" (the tasks of one code version; the items of its map tasks) are served by
 workers: a child that ran one and ended it cleanly waits for the next. The zygote offers such an idle worker
 to the server (its Exit says `idle`), and from then on only the server gives it work: a Run naming the
-worker, which the server counts as started at once (no Started answer to wait for), or a Retire once it was
+worker, which the server counts as started at once (no Started answer comes), or a Retire once it was
 idle for the server's idle seconds. A worker that is gone while offered is reported by an Exit without
 `idle`; a Run for it that crossed that Exit is dropped, as the Exit already ended its attempt at the server.
 
-With <queue seconds> above 0 (engine.warm_queue_seconds; 0 is off), while the processors are all busy and
-the group has at least as many workers running items as there are processors, a request waits (up to
-<queue seconds>) for one of those workers to finish its item instead of getting a new process: many more
-processes than processors running short Python items took each item about twice the CPU time (a process
-switched to finds the caches cold), and the worker that finishes takes the waiting request at once,
-without a round trip to the server. "Busy" is the kernel's count of runnable
-threads besides the zygote (procs_running) against <processors> (0: the processors the zygote may run on).
-A request still waiting at its deadline gets a process of its own, so a group's long or sleeping attempts
-delay a sibling by <queue seconds> at most (and not at all while processors are idle). A waiting attempt
-has not started: the server hears of it (Started) only once it runs, and a zygote that exits (the server
-is gone) drops what waits, which a restarted server starts again.
+With <queue seconds> above 0 (engine.warm_queue_seconds; 0 is off), while the group has at least as many
+workers as there are <processors> (0: the processors the zygote may run on) running items or offered to the
+server, a request waits (up to <queue seconds>) for one of them to finish its item instead of getting a new
+process: many more processes than processors running short Python items took each item about half again
+the CPU time (a process switched to finds the caches cold), and the worker that finishes takes the waiting
+request at once, without a round trip to the server. A request still waiting at its deadline gets a process
+of its own, so a group's long or sleeping attempts delay a sibling by <queue seconds> at most. A waiting
+attempt has not started: the server, which does not wait for it, hears where it runs (Started) once it
+does; a zygote that exits (the server is gone) drops what waits, which a restarted server starts again, and
+a Kill drops it (answered by a Failed with the signal).
 The zygote must never start threads, open gRPC channels, do flytekit I/O or import user
 code: all of that would be shared by (or broken in) every child.
 
@@ -177,19 +176,31 @@ class Zygote:
                 for worker in list(self.workers.values()):
                     if self.idle(worker):
                         self.withdraw(worker)
-            elif isinstance(request, messages.Kill) and request.pid in self.running:
-                # Only an unreaped child (its pid cannot have been given to another process), and only while
-                # it still runs that attempt (a worker may have gone on to a sibling item).
-                if self.running[request.pid] == request.id:
-                    kill_group(request.pid, request.sig)
+            elif isinstance(request, messages.Kill):
+                self.kill(request)
         return True
+
+    def kill(self, request: messages.Kill) -> None:
+        """Drop the attempt if it waits for a worker; else signal the process that runs it. Only an unreaped
+        child (its pid cannot have been given to another process), and only while it still runs that attempt
+        (a worker may have gone on to a sibling item)."""
+        for i, (_, queued) in enumerate(self.queue):
+            if queued.id == request.id:
+                del self.queue[i]
+                self.send(messages.Failed(id=request.id, error=f"dropped by signal {request.sig} before it started",
+                                          signal=request.sig))
+                return
+        pid = request.pid
+        if pid is None:  # sent before the server heard where it runs
+            pid = next((p for p, running in self.running.items() if running == request.id), None)
+        if pid is not None and self.running.get(pid) == request.id:
+            kill_group(pid, request.sig)
 
     def run(self, request: messages.Run, line: bytes) -> None:
         group = request.group
         if request.worker is not None:
             self.run_in_worker(request, request.worker, line)
-        elif (group and self.queue_seconds > 0 and self.busy_workers(group) >= self.processors
-              and self.processors_busy()):
+        elif group and self.queue_seconds > 0 and self.busy_workers(group) >= self.processors:
             self.queue.append((time.monotonic() + self.queue_seconds, request))
         else:
             self.fork(request, group)
@@ -215,20 +226,11 @@ class Zygote:
         _write_pid_file(request.pid_file, worker.pid, worker.start_time)
 
     def busy_workers(self, group: str) -> int:
-        """The group's workers running an item (each will take the next waiting request when done)."""
+        """The group's workers running an item (each takes the next waiting request when done) or offered to
+        the server, which gives one its next item in a Run that may be on its way (counted free, a worker
+        between two items made a new process for a request that crossed that Run)."""
         return sum(1 for w in self.workers.values()
-                   if w.group == group and w.sock is not None and self.running.get(w.pid) is not None)
-
-    def processors_busy(self) -> bool:
-        """Whether at least as many threads besides this one are runnable as there are processors."""
-        try:
-            with open("/proc/stat", "rb") as f:
-                for line in f:
-                    if line.startswith(b"procs_running "):
-                        return int(line.split()[1]) - 1 >= self.processors
-        except (OSError, ValueError):
-            pass
-        return False
+                   if w.group == group and w.sock is not None and (w.offered or self.running.get(w.pid) is not None))
 
     def queued(self, group: str | None) -> messages.Run | None:
         """The oldest request of the group waiting for a busy worker, taken off the queue."""
@@ -258,8 +260,8 @@ class Zygote:
             return
         self.running[worker.pid] = request.id
         self.send(messages.Started(id=request.id, pid=worker.pid, start_time=worker.start_time, reused=True))
-        # After the answer the server's round waits for, before anything else: a server that crashes before it
-        # persisted the pid still finds the worker by this file (the zygote outlives it).
+        # Before anything else: a server that crashes before it persisted the pid still finds the worker by this
+        # file (the zygote outlives it).
         _write_pid_file(request.pid_file, worker.pid, worker.start_time)
 
     def fork(self, request: messages.Run, group: str | None) -> None:
