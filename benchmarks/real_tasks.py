@@ -16,8 +16,9 @@ Baselines: flytekit's local execution of the same workflows (in this process), w
 peers' figures for the same two workflows when the peers section ran before (benchmarks/peers.py),
 for the map task flytekit's own cost of its items without flytelite (benchmarks/map_floor.py), and for the
 chain and the map the same server with its home on tmpfs (what the disk's file creation costs), and for the
-map a server with engine.warm_queue_seconds on (off by default), on the disk and on tmpfs, and a server
-whose attempts' folders alone are on tmpfs (engine.attempts_dir), with and without the queue.
+map a server with engine.warm_queue_seconds off (on by default: a process per item in flight), on the disk
+and on tmpfs, and a server whose attempts' folders alone are on tmpfs (engine.attempts_dir), with and
+without the queue.
 The goals are issue 16's (ahead of Prefect's and Dagster's figures measured on this machine).
 """
 
@@ -42,8 +43,7 @@ from benchmarks.venvs import Unavailable, ensure_venv
 from benchmarks.workflows import real_wfs
 
 WARM_OFF = "engine:\n  warm_workers: false\n"
-QUEUE_SECONDS = 1.0
-QUEUE_ON = f"  warm_queue_seconds: {QUEUE_SECONDS}\n"  # a line of the engine section
+QUEUE_OFF = "  warm_queue_seconds: 0\n"  # a line of the engine section
 MAP_ITEMS = 1000
 COLD_MAP_ITEMS = 100
 BIG_MAP_ITEMS = 10_000
@@ -236,16 +236,16 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
         return measure(folder, f"engine:\n{engine}" if engine else "", runs=runs, map_items=MAP_ITEMS,
                        map_runs=runs, chain_and_map_only=True)
 
-    # The map again with attempts waiting for their group's busy workers (the home on the disk, then on
-    # tmpfs), and with only the attempts' folders on tmpfs (engine.attempts_dir).
-    queue = f"engine.warm_queue_seconds: {QUEUE_SECONDS:g}"
+    # The map again with a process of its own per item in flight (the home on the disk, then on tmpfs), and
+    # with only the attempts' folders on tmpfs (engine.attempts_dir).
+    queue = "engine.warm_queue_seconds: 0"
     variants = [
-        (queue, map_again(root / "queued", QUEUE_ON)),
-        (f"{queue}, home on tmpfs", on_tmpfs(lambda tmp: map_again(tmp, QUEUE_ON))),
+        (queue, map_again(root / "unqueued", QUEUE_OFF)),
+        (f"{queue}, home on tmpfs", on_tmpfs(lambda tmp: map_again(tmp, QUEUE_OFF))),
         ("engine.attempts_dir on tmpfs", on_tmpfs(lambda tmp: map_again(root / "attempts",
                                                                         f"  attempts_dir: {tmp}\n"))),
         (f"engine.attempts_dir on tmpfs and {queue}",
-         on_tmpfs(lambda tmp: map_again(root / "attempts_queued", f"  attempts_dir: {tmp}\n{QUEUE_ON}"))),
+         on_tmpfs(lambda tmp: map_again(root / "attempts_unqueued", f"  attempts_dir: {tmp}\n{QUEUE_OFF}"))),
     ]
 
     def tmpfs_baseline(values: Callable[[Measured], list[float]], unit: str) -> list[str]:

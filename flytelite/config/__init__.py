@@ -51,13 +51,12 @@ class EngineConfig:
     warm_pool_size: int = 0
     # Seconds an attempt may wait for a busy worker of its group (the tasks of one code version; the items of
     # its map tasks) while the group has as many busy workers as processors, before it gets a process of its
-    # own (0: never waits; see propeller/plugins/warm/zygote.py). Fewer processes than items in flight keep
-    # the processors' caches warm, and the server's rounds take the items' news in batches meanwhile (see
-    # LocalProcessPlugin._warm_news): with 1.0, a 1,000-item map on 2 cores took 3.86-3.90 s instead of
-    # 4.78-4.96 s with the home on tmpfs. An attempt that waits counts as running, as one given to an idle
-    # worker does; a long or sleeping attempt delays a sibling by this many seconds at most, hence off by
-    # default.
-    warm_queue_seconds: float = 0.0
+    # own (0: never waits; see propeller/plugins/warm/zygote.py; a worker whose item ran 0.1 s is not busy).
+    # Fewer processes than items in flight keep the processors' caches warm, and the server's rounds take the
+    # items' news in batches meanwhile (see LocalProcessPlugin._warm_news): a 1,000-item map on 2 cores took
+    # 4.0-4.2 s instead of 4.9 s with the home on tmpfs. An attempt that waits counts as running, as one
+    # given to an idle worker does.
+    warm_queue_seconds: float = 1.0
     # Where task attempts' folders go (their working folder with the unpacked code, their temp folder), each
     # deleted after its attempt; empty: <home>/work. A folder on a tmpfs (such as /dev/shm/flytelite) keeps
     # that churn of small files off the disk: on an ext4 without a journal, creating a file soon after many

@@ -418,7 +418,7 @@ def _held_second_attempt(tmp_path):
     worker (a queue of one processor): (plugin, tctx(state, node), n0's state, n1's state, marker folder)."""
     ctx, tctx, marks = _too_slow_attempts(tmp_path, "held")
     plugin = LocalProcessPlugin(ctx)
-    plugin.warm.queue_seconds, plugin.warm.processors = 60.0, 1  # before its zygote starts
+    plugin.warm.queue_seconds, plugin.warm.processors, plugin.warm.short_seconds = 60.0, 1, 60.0  # before it starts
     first, second = {}, {}
     assert plugin.handle(tctx(first, "n0")).phase == PluginPhase.RUNNING
     asyncio.run(h.wait_for(lambda: markers(marks, "too_slow")))  # n0 runs in the group's only worker

@@ -249,7 +249,7 @@ def _end_both(first, second) -> None:
 
 
 def test_with_as_many_busy_workers_as_processors_an_item_waits_for_one_rather_than_a_new_process(tmp_path):
-    pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=1)
+    pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=1, short_seconds=60.0)
     try:
         first = _launch_item(pool, tmp_path, "a", 2.0)
         # Sent at once; the zygote says where it runs (Started) once the first item's worker took it.
@@ -264,7 +264,7 @@ def test_with_as_many_busy_workers_as_processors_an_item_waits_for_one_rather_th
 
 
 def test_an_item_waits_for_a_busy_worker_no_longer_than_the_queue_seconds(tmp_path):
-    pool = WarmPool(tmp_path / "logs", queue_seconds=0.5, processors=1)
+    pool = WarmPool(tmp_path / "logs", queue_seconds=0.5, processors=1, short_seconds=60.0)
     try:
         first = _launch_item(pool, tmp_path, "a", 60.0)
         second = _started(_launch_item(pool, tmp_path, "b", 0.0))
@@ -278,7 +278,7 @@ def test_an_item_waits_for_a_busy_worker_no_longer_than_the_queue_seconds(tmp_pa
 def test_an_item_waiting_for_a_busy_worker_when_the_zygote_goes_never_starts(tmp_path):
     """The server stopping (its end of the zygote's socket closed) drops what waits: nothing of it ran, so a
     restarted server starts it afresh (the attempt is still launching)."""
-    pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=1)
+    pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=1, short_seconds=60.0)
     try:
         first = _started(_launch_item(pool, tmp_path, "a", 60.0))
         second = _launch_item(pool, tmp_path, "b", 0.0)
@@ -296,7 +296,7 @@ def test_an_item_waiting_for_a_busy_worker_when_the_zygote_goes_never_starts(tmp
 
 def test_the_pool_counts_the_items_a_zygote_holds_until_each_starts(tmp_path):
     """What tells the plugin whether the workers have work without the server (LocalProcessPlugin._warm_news)."""
-    pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=1)
+    pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=1, short_seconds=60.0)
     try:
         opened = tmp_path / "open"
         argv, cwd, log = _item_request(tmp_path, "a", "gate", {"path": str(opened)})
@@ -315,7 +315,7 @@ def test_the_pool_counts_the_items_a_zygote_holds_until_each_starts(tmp_path):
 
 
 def test_a_kill_drops_an_item_still_waiting_for_a_busy_worker_which_then_ends_as_killed(tmp_path):
-    pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=1)
+    pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=1, short_seconds=60.0)
     try:
         first = _started(_launch_item(pool, tmp_path, "a", 60.0))
         second = _launch_item(pool, tmp_path, "b", 0.0)
@@ -344,6 +344,26 @@ def test_a_zygote_that_leaves_a_request_unanswered_is_stopped_and_the_attempt_en
         # What it had started runs on, watched as an orphan.
         assert first.orphaned and processes.is_alive(first.pid, first.start_time)
         processes.kill_group(first.pid, first.start_time, signal.SIGKILL)
+    finally:
+        pool.close()
+
+
+def test_an_item_does_not_wait_for_a_worker_whose_item_runs_longer_than_the_short_seconds(tmp_path):
+    """A long or sleeping item is not worth waiting for: however the request and the item's age cross, the next
+    item gets a process of its own while the first still runs."""
+    pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=1, short_seconds=0.2)
+    try:
+        opened = tmp_path / "open"
+        argv, cwd, log = _item_request(tmp_path, "a", "gate", {"path": str(opened)})
+        first = _started(pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, f"{cwd}.tmp",
+                                     group="siblings"))
+        second = _started(_launch_item(pool, tmp_path, "b", 0.0))
+        assert not second.reused and second.pid != first.pid
+        asyncio.run(h.wait_for(lambda: _exited(second)))
+        assert second.returncode == 0 and not _exited(first)
+        opened.touch()
+        asyncio.run(h.wait_for(lambda: _exited(first)))
+        assert first.returncode == 0
     finally:
         pool.close()
 
@@ -419,11 +439,11 @@ def test_warm_pool_size_is_read_from_the_config_and_cannot_be_negative(tmp_path)
         EngineConfig(warm_pool_size=-1)
 
 
-def test_warm_queue_seconds_is_read_from_the_config_off_by_default_and_cannot_be_negative(tmp_path):
+def test_warm_queue_seconds_is_read_from_the_config_one_second_by_default_and_cannot_be_negative(tmp_path):
     path = tmp_path / "flytelite.yaml"
     path.write_text("engine:\n  warm_queue_seconds: 0.05\n")
     assert Config.load(path).engine.warm_queue_seconds == 0.05
-    assert Config().engine.warm_queue_seconds == 0.0
+    assert Config().engine.warm_queue_seconds == 1.0
     with pytest.raises(ValueError, match="warm_queue_seconds must be 0 \\(off\\) or more, not -1"):
         EngineConfig(warm_queue_seconds=-1)
 

@@ -57,6 +57,8 @@ _PER_ATTEMPT_FLAGS = frozenset({"--inputs", "--dest-dir", "--output-prefix", "--
                                 "--checkpoint-path", "--prev-checkpoint"})
 # A worker (a process running the attempts of a group one after another) with none for this long ends.
 WORKER_IDLE_SECONDS = 5.0
+# With a queue (queue seconds), a worker counts as busy while its item is younger than this (see zygote.py).
+SHORT_ITEM_SECONDS = 0.1
 # A zygote that failed to start is not tried again for this long.
 RETRY_BROKEN_SECONDS = 60.0
 # The zygote answers a fork request at once (or within its queue seconds); no answer in this time means it
@@ -220,7 +222,8 @@ class ZygoteHandle:
     reader thread turns the zygote's messages into attempt news."""
 
     def __init__(self, interpreter: str, log_path: Path, worker_idle_seconds: float = WORKER_IDLE_SECONDS,
-                 queue_seconds: float = 0.0, processors: int = 0, temp_dir: str | None = None):
+                 queue_seconds: float = 0.0, processors: int = 0, temp_dir: str | None = None,
+                 short_seconds: float = 0.1):
         self.interpreter = interpreter
         self.env = task_process_env(dict(os.environ, PYTHONUNBUFFERED="1"))
         self.ready = threading.Event()
@@ -260,7 +263,8 @@ class ZygoteHandle:
         try:
             with open(log_path, "ab", buffering=0) as out:
                 self.proc = subprocess.Popen(
-                    [interpreter, ZYGOTE_SCRIPT, str(theirs.fileno()), str(queue_seconds), str(processors)],
+                    [interpreter, ZYGOTE_SCRIPT, str(theirs.fileno()), str(queue_seconds), str(processors),
+                     str(short_seconds)],
                     env=env,
                     stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),),
                     start_new_session=True, cwd=str(log_path.parent),
@@ -475,16 +479,19 @@ class WarmPool:
     """Zygotes by interpreter, started on first use (or by prestart) and again after they die."""
 
     def __init__(self, logs_dir: Path, ready_seconds: float = 60.0, worker_idle_seconds: float = WORKER_IDLE_SECONDS,
-                 size: int = 0, queue_seconds: float = 0.0, processors: int = 0, temp_dir: str | None = None):
+                 size: int = 0, queue_seconds: float = 0.0, processors: int = 0, temp_dir: str | None = None,
+                 short_seconds: float = SHORT_ITEM_SECONDS):
         self.logs_dir = logs_dir
         # Where each zygote gets a temp folder of its own (None: the system's temp folder, never cleaned).
         self.temp_dir = temp_dir
         self.ready_seconds = ready_seconds
         self.worker_idle_seconds = worker_idle_seconds
-        # How long an attempt may wait for a busy worker of its group, and against how many processors
-        # "busy" is counted (0: those the zygote may run on); see zygote.py.
+        # How long an attempt may wait for a busy worker of its group, against how many processors "busy" is
+        # counted (0: those the zygote may run on), and how long after its item started a worker is busy; see
+        # zygote.py.
         self.queue_seconds = queue_seconds
         self.processors = processors
+        self.short_seconds = short_seconds
         # At most this many attempts run warm at once (0: no limit); those that find no slot wait for one.
         self.size = size
         self._running = 0
@@ -619,7 +626,8 @@ class WarmPool:
                             zygote.proc.returncode)
             try:
                 zygote = ZygoteHandle(interpreter, self.logs_dir / "zygotes" / f"{_safe(interpreter)}.log",
-                                      self.worker_idle_seconds, self.queue_seconds, self.processors, self.temp_dir)
+                                      self.worker_idle_seconds, self.queue_seconds, self.processors, self.temp_dir,
+                                      self.short_seconds)
             except OSError as e:
                 log.warning("could not start a zygote for %s (%s): its tasks run cold", interpreter, e)
                 self._broken[interpreter] = time.monotonic() + RETRY_BROKEN_SECONDS

@@ -1,7 +1,7 @@
 """The zygote: a pre-imported, thread-free Python process that forks the processes task attempts run in.
 
 Run as a script by a task environment's interpreter
-(`python zygote.py <fd> <queue seconds> <processors>`),
+(`python zygote.py <fd> <queue seconds> <processors> <short seconds>`),
 so it needs only the standard library and flytekit, never flytelite. It imports
 `flytekit.bin.entrypoint` once and forks one child per attempt (child.py says what a child does).
 Requests with the same "group" (the tasks of one code version; the items of its map tasks) are served by
@@ -12,12 +12,13 @@ idle for the server's idle seconds. A worker that is gone while offered is repor
 `idle`; a Run for it that crossed that Exit is dropped, as the Exit already ended its attempt at the server.
 
 With <queue seconds> above 0 (engine.warm_queue_seconds; 0 is off), while the group has at least as many
-workers as there are <processors> (0: the processors the zygote may run on) running items or offered to the
-server, a request waits (up to <queue seconds>) for one of them to finish its item instead of getting a new
-process: many more processes than processors running short Python items took each item about half again
-the CPU time (a process switched to finds the caches cold), and the worker that finishes takes the waiting
-request at once, without a round trip to the server. A request still waiting at its deadline gets a process
-of its own, so a group's long or sleeping attempts delay a sibling by <queue seconds> at most. A waiting
+busy workers as there are <processors> (0: the processors the zygote may run on), a request waits (up to
+<queue seconds>) for one of them to finish its item instead of getting a new process: many more processes
+than processors running short Python items took each item about half again the CPU time (a process switched
+to finds the caches cold), and the worker that finishes takes the waiting request at once, without a round
+trip to the server. A busy worker runs an item, or was offered to the server, less than <short seconds> ago:
+an item that runs longer computes or sleeps for a while, and is not worth waiting for, so the requests
+waiting for it get processes of their own then, as do those still waiting at their deadline. A waiting
 attempt has not started: the server, which does not wait for it, hears where it runs (Started) once it
 does; a zygote that exits (the server is gone) drops what waits, which a restarted server starts again, and
 a Kill drops it (answered by a Failed with the signal).
@@ -106,6 +107,8 @@ class Worker:
 
     def __init__(self, pid: int, sock: socket.socket, group: str | None, started: int | None):
         self.pid, self.group, self.start_time = pid, group, started
+        # When its item started, or it was offered to the server (time.monotonic).
+        self.since = time.monotonic()
         self.sock: socket.socket | None = sock
         self.lines = messages.Lines()
         # Offered to the server as idle (its Exit said so): only the server's Run or Retire may take it.
@@ -113,9 +116,12 @@ class Worker:
 
 
 class Zygote:
-    def __init__(self, sock: socket.socket, queue_seconds: float = 0.0, processors: int = 0):
+    def __init__(self, sock: socket.socket, queue_seconds: float = 0.0, processors: int = 0,
+                 short_seconds: float = 0.1):
         self.sock = sock
         self.queue_seconds = queue_seconds
+        # A worker counts as busy for the queue while its item (or its offer to the server) is younger than this.
+        self.short_seconds = short_seconds
         self.processors = processors or len(os.sched_getaffinity(0))
         # Requests waiting for a busy worker of their group, in arrival order: (deadline, request).
         self.queue: list[tuple[float, messages.Run]] = []
@@ -156,7 +162,7 @@ class Zygote:
                         return
                 else:
                     self.read_worker(key.data)
-            self.fork_overdue()
+            self.serve_queue()
 
     def read_requests(self) -> bool:
         data = self.sock.recv(1 << 20)
@@ -172,7 +178,7 @@ class Zygote:
                     self.withdraw(worker)
             elif isinstance(request, messages.Drain):
                 self.draining = True
-                self.fork_overdue(everything=True)  # accepted before the drain: they run, as they would have
+                self.serve_queue(everything=True)  # accepted before the drain: they run, as they would have
                 for worker in list(self.workers.values()):
                     if self.idle(worker):
                         self.withdraw(worker)
@@ -200,7 +206,7 @@ class Zygote:
         group = request.group
         if request.worker is not None:
             self.run_in_worker(request, request.worker, line)
-        elif group and self.queue_seconds > 0 and self.busy_workers(group) >= self.processors:
+        elif group and self.queue_seconds > 0 and self.busy_workers(group, time.monotonic()) >= self.processors:
             self.queue.append((time.monotonic() + self.queue_seconds, request))
         else:
             self.fork(request, group)
@@ -211,7 +217,7 @@ class Zygote:
         worker = self.workers.get(pid)
         if worker is None or worker.start_time != request.worker_start or not worker.offered:
             return  # it was gone first: the Exit that said so ended this attempt at the server
-        worker.offered = False
+        worker.offered, worker.since = False, time.monotonic()
         self.running[worker.pid] = request.id
         try:
             if worker.sock is None:
@@ -225,12 +231,16 @@ class Zygote:
         # slower on a disk where creating a file is slow).
         _write_pid_file(request.pid_file, worker.pid, worker.start_time)
 
-    def busy_workers(self, group: str) -> int:
-        """The group's workers running an item (each takes the next waiting request when done) or offered to
-        the server, which gives one its next item in a Run that may be on its way (counted free, a worker
-        between two items made a new process for a request that crossed that Run)."""
-        return sum(1 for w in self.workers.values()
-                   if w.group == group and w.sock is not None and (w.offered or self.running.get(w.pid) is not None))
+    def busy(self, worker: Worker, now: float) -> bool:
+        """Running an item that started less than <short seconds> ago (it takes the next waiting request when
+        done; one that runs longer computes or sleeps for a while, and waiting for it is not worth what a process
+        costs), or offered to the server as recently: its Run for the worker may be on its way (counted free, a
+        worker between two items made a new process for a request that crossed that Run)."""
+        return (worker.sock is not None and now - worker.since < self.short_seconds
+                and (worker.offered or self.running.get(worker.pid) is not None))
+
+    def busy_workers(self, group: str | None, now: float) -> int:
+        return sum(1 for w in self.workers.values() if w.group == group and self.busy(w, now))
 
     def queued(self, group: str | None) -> messages.Run | None:
         """The oldest request of the group waiting for a busy worker, taken off the queue."""
@@ -240,14 +250,24 @@ class Zygote:
                 return request
         return None
 
-    def fork_overdue(self, everything: bool = False) -> None:
-        """Requests that waited their time (or all of them) get processes of their own."""
-        # Deadlines come in arrival order (one wait for all), so the overdue requests lead the queue.
+    def serve_queue(self, everything: bool = False) -> None:
+        """Requests that waited their time (or all of them), and those whose group has fewer busy workers than
+        processors by now (its items ran long, or its workers ended), get processes of their own."""
+        if not self.queue:
+            return
         now = time.monotonic()
-        due = len(self.queue) if everything else sum(1 for deadline, _ in self.queue if deadline <= now)
-        overdue, self.queue = self.queue[:due], self.queue[due:]
-        for _, request in overdue:
-            self.fork(request, request.group)
+        busy: dict[str | None, int] = {}
+        waiting = []
+        for deadline, request in self.queue:
+            group = request.group
+            if group not in busy:
+                busy[group] = self.busy_workers(group, now)
+            if everything or deadline <= now or busy[group] < self.processors:
+                self.fork(request, group)
+                busy[group] += 1
+            else:
+                waiting.append((deadline, request))
+        self.queue = waiting
 
     def hand_over(self, worker: Worker, request: messages.Run) -> None:
         """Give a request that waited for its group's busy worker to that worker, just done with its item."""
@@ -258,7 +278,7 @@ class Zygote:
             self.retire(worker)  # it is ending: the item gets a process of its own
             self.fork(request, worker.group)
             return
-        self.running[worker.pid] = request.id
+        self.running[worker.pid], worker.since = request.id, time.monotonic()
         self.send(messages.Started(id=request.id, pid=worker.pid, start_time=worker.start_time, reused=True))
         # Before anything else: a server that crashes before it persisted the pid still finds the worker by this
         # file (the zygote outlives it).
@@ -335,7 +355,7 @@ class Zygote:
             if isinstance(message, messages.Done) and message.id == self.running.get(worker.pid):
                 self.running[worker.pid] = None
                 queued = self.queued(worker.group)
-                worker.offered = queued is None and not self.draining
+                worker.offered, worker.since = queued is None and not self.draining, time.monotonic()
                 self.send(messages.Exit(pid=worker.pid, code=0, idle=worker.offered))
                 if queued is not None:
                     self.hand_over(worker, queued)
@@ -347,8 +367,15 @@ class Zygote:
         return worker.sock is not None and self.running.get(worker.pid) is None
 
     def timeout(self) -> float | None:
-        """Until the oldest waiting request's deadline (None: none waits)."""
-        return max(0.0, self.queue[0][0] - time.monotonic()) if self.queue else None
+        """Until the oldest waiting request's deadline, or until a busy worker of a waiting request's group
+        stops counting as busy (None: none waits)."""
+        if not self.queue:
+            return None
+        now = time.monotonic()
+        groups = {request.group for _, request in self.queue}
+        ends = [w.since + self.short_seconds for w in self.workers.values()
+                if w.group in groups and self.busy(w, now)]
+        return max(0.0, min(self.queue[0][0], *ends) - now)
 
     def withdraw(self, worker: Worker) -> None:
         """Retire an idle worker the server gave up (Retire) or a drain ends: its exit is not reported."""
@@ -415,7 +442,7 @@ def _warm_caches() -> None:
 
 def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
-    zygote = Zygote(sock, float(sys.argv[2]), int(sys.argv[3]))
+    zygote = Zygote(sock, float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
     _warm_caches()
     # What children inherit from the zygote should not be scanned or copied by each child's collector.
     gc.collect()
