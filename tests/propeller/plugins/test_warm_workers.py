@@ -234,6 +234,12 @@ def _launch_item(pool: WarmPool, tmp_path, name: str, seconds: float):
     return pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, f"{cwd}.tmp", group="siblings")
 
 
+def _launch_gate(pool: WarmPool, tmp_path, opened):
+    """An item of the siblings that runs until the file `opened` exists."""
+    argv, cwd, log = _item_request(tmp_path, "a", "gate", {"path": str(opened)})
+    return pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, f"{cwd}.tmp", group="siblings")
+
+
 def _started(attempt):
     """The attempt, once its zygote said where it runs (or that it ended without running)."""
     assert attempt.started.wait(60)
@@ -299,9 +305,7 @@ def test_the_pool_counts_the_items_a_zygote_holds_until_each_starts(tmp_path):
     pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=1, short_seconds=60.0)
     try:
         opened = tmp_path / "open"
-        argv, cwd, log = _item_request(tmp_path, "a", "gate", {"path": str(opened)})
-        first = _started(pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, f"{cwd}.tmp",
-                                     group="siblings"))
+        first = _started(_launch_gate(pool, tmp_path, opened))
         zygote = first.zygote
         assert zygote.held("siblings") == 0
         second, third = (_launch_item(pool, tmp_path, name, 0.0) for name in ("b", "c"))
@@ -354,9 +358,7 @@ def test_an_item_does_not_wait_for_a_worker_whose_item_runs_longer_than_the_shor
     pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=1, short_seconds=0.2)
     try:
         opened = tmp_path / "open"
-        argv, cwd, log = _item_request(tmp_path, "a", "gate", {"path": str(opened)})
-        first = _started(pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, f"{cwd}.tmp",
-                                     group="siblings"))
+        first = _started(_launch_gate(pool, tmp_path, opened))
         second = _started(_launch_item(pool, tmp_path, "b", 0.0))
         assert not second.reused and second.pid != first.pid
         asyncio.run(h.wait_for(lambda: _exited(second)))
