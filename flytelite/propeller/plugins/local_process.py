@@ -9,7 +9,9 @@ recorded so that after a restart a live process is adopted and waited for, and a
 the files it left. With a remote blob store the "launching" record is persisted by the engine before
 the next round starts the process. With a local one the attempt starts in the round that prepares it:
 the prepare first creates the attempt's output folder, so a prepare that finds the folder there knows an
-earlier life of the server may have started the process, and looks for it before starting one. The
+earlier life of the server may have started the process, and looks for it before starting one. An
+attempt sent to a warm zygote stays "launching" until the zygote says which process runs it (see
+WarmPool.launch); a restart meanwhile finds that process by the pid file the zygote wrote. The
 machine is recorded too: a replica that takes over an attempt started on another machine cannot see its
 process, so it judges the attempt by its files at once (no result: a retryable system error).
 """
