@@ -368,18 +368,11 @@ class LocalProcessPlugin(Plugin):
 
     def _warm_news(self, tctx: TaskExecutionContext, proc: WarmAttempt) -> Callable[[], None]:
         """What wakes the execution when the zygote says a warm attempt started or ended: at once, unless the
-        zygote still holds more of its group's attempts than there are processors (engine.warm_queue_seconds),
-        which the workers take without the server. Then the round can wait (up to BATCH_SECONDS, or until news
-        comes with fewer held) and take the news of the meantime too: a round per item made a 1,000-item map's
-        rounds 2,000, each with a round's fixed cost of reading and writing the execution."""
-        if self.warm is None or not self.warm.queue_seconds:
-            return lambda: tctx.wake(None)
-        processors = self.warm.processors or len(os.sched_getaffinity(0))
-
-        def woken() -> None:
-            tctx.wake(BATCH_SECONDS if proc.zygote.held(proc.group) > processors else None)
-
-        return woken
+        zygote is backlogged with its group's attempts (ZygoteHandle.backlogged), which the workers take
+        without the server. Then the round can wait (up to BATCH_SECONDS, or until news comes with fewer held)
+        and take the news of the meantime too: a round per item made a 1,000-item map's rounds 2,000, each
+        with a round's fixed cost of reading and writing the execution."""
+        return lambda: tctx.wake(BATCH_SECONDS if proc.zygote.backlogged(proc.group) else None)
 
     def _check(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo:
         with self._lock:

@@ -223,7 +223,7 @@ class ZygoteHandle:
 
     def __init__(self, interpreter: str, log_path: Path, worker_idle_seconds: float = WORKER_IDLE_SECONDS,
                  queue_seconds: float = 0.0, processors: int = 0, temp_dir: str | None = None,
-                 short_seconds: float = 0.1):
+                 short_seconds: float = SHORT_ITEM_SECONDS):
         self.interpreter = interpreter
         self.env = task_process_env(dict(os.environ, PYTHONUNBUFFERED="1"))
         self.ready = threading.Event()
@@ -238,10 +238,12 @@ class ZygoteHandle:
         self.worker_idle_seconds = worker_idle_seconds
         self._spawned_ns = time.time_ns()
         self._attempts: dict[int, WarmAttempt] = {}
-        # Attempts waiting for their Started or Failed: the attempt, its group, and when the zygote must have
-        # answered (see FORK_ANSWER_SECONDS).
-        self._pending: dict[int, tuple[WarmAttempt, str | None, float]] = {}
+        # Attempts waiting for their Started or Failed, with when the zygote must have answered (see
+        # FORK_ANSWER_SECONDS).
+        self._pending: dict[int, tuple[WarmAttempt, float]] = {}
         self.queue_seconds = queue_seconds
+        # What the zygote counts its group's busy workers against (it resolves 0 the same way).
+        self.processors = processors or len(os.sched_getaffinity(0))
         # The group of each process started for one (a worker), and each group's idle workers, the most
         # recently idle last: (pid, start time, idle since).
         self._groups: dict[int, str] = {}
@@ -310,7 +312,7 @@ class ZygoteHandle:
             else:
                 attempt = WarmAttempt(self, request_id, group=group)
                 answer_by = time.monotonic() + self.queue_seconds + FORK_ANSWER_SECONDS
-                self._pending[request_id] = (attempt, group, answer_by)
+                self._pending[request_id] = (attempt, answer_by)
         request = messages.Run(id=request_id, argv=command, env=env, cwd=cwd, log=log_path,
                                tmp=tmp, pid_file=os.path.join(scratch, "pid"),
                                bin_dir=os.path.dirname(self.interpreter), group=group,
@@ -331,7 +333,12 @@ class ZygoteHandle:
         """How many of the group's attempts were sent and not started yet: those the zygote holds for a busy
         worker (with queue seconds), and forks under way."""
         with self._lock:
-            return sum(1 for _, held, _ in self._pending.values() if held == group)
+            return sum(1 for attempt, _ in self._pending.values() if attempt.group == group)
+
+    def backlogged(self, group: str | None) -> bool:
+        """Whether the zygote holds more of the group's attempts than there are processors: its workers have
+        work without the server for a while (only with queue seconds)."""
+        return self.queue_seconds > 0 and self.held(group) > self.processors
 
     def send(self, message: messages.Message) -> bool:
         with self._send_lock:
@@ -405,7 +412,7 @@ class ZygoteHandle:
         orphans (_died), looked for as after a restart."""
         now = time.monotonic()
         with self._lock:
-            late = [request_id for request_id, (_, _, answer_by) in self._pending.items() if answer_by < now]
+            late = [request_id for request_id, (_, answer_by) in self._pending.items() if answer_by < now]
         if late:
             log.error("the zygote for %s (pid %d) did not answer request %d in %.0fs; it is stopped",
                       self.interpreter, self.proc.pid, late[0], self.queue_seconds + FORK_ANSWER_SECONDS)
@@ -438,16 +445,16 @@ class ZygoteHandle:
                 attempt._ended(msg.code)
         elif isinstance(msg, messages.Started):
             with self._lock:
-                attempt, group, _ = self._pending.pop(msg.id, (None, None, 0.0))
+                attempt, _ = self._pending.pop(msg.id, (None, 0.0))
                 if attempt is None:
                     return
                 self._attempts[msg.pid] = attempt
-                if group is not None:
-                    self._groups[msg.pid] = group
+                if attempt.group is not None:
+                    self._groups[msg.pid] = attempt.group
             attempt._begin(msg.pid, msg.start_time, msg.reused)
         elif isinstance(msg, messages.Failed):
             with self._lock:
-                attempt, _, _ = self._pending.pop(msg.id, (None, None, 0.0))
+                attempt, _ = self._pending.pop(msg.id, (None, 0.0))
             if attempt is not None and msg.signal:
                 attempt._ended(-msg.signal)  # dropped unstarted by a Kill: it ends as killed
             elif attempt is not None:
@@ -464,7 +471,7 @@ class ZygoteHandle:
         with self._lock:
             self.alive = False
             attempts, self._attempts = list(self._attempts.values()), {}
-            attempts += [attempt for attempt, _, _ in self._pending.values()]
+            attempts += [attempt for attempt, _ in self._pending.values()]
             self._pending, self._idle, self._groups = {}, {}, {}
         self._sock.close()
         self.ready.set()
