@@ -71,6 +71,10 @@ POLL_SECONDS = 1.0
 # The longest a round woken by a warm attempt's exit waits while the zygote holds work for its workers (see
 # LocalProcessPlugin._warm_news).
 BATCH_SECONDS = 0.05
+# Versions of an attempt's QUEUED phase, in the order they can follow each other: waiting for a slot of the warm
+# pool (engine.warm_pool_size), then held by a zygote for a busy warm worker.
+ROOM_VERSION = 1
+HELD_VERSION = 2
 # How long a sweep of finished attempts' folders waits before it starts. A folder is handed over in the round
 # that starts the finished attempt's successor: a sweep at once took the GIL from that round (rmtree is Python
 # between its system calls) and made it ~0.3 ms slower; later, it runs while the successor's task does, with
@@ -231,7 +235,7 @@ class LocalProcessPlugin(Plugin):
             awaiting_room = st.marker in self._awaiting_room
         if isinstance(proc, WarmAttempt) and proc.pid is None:
             if not proc.lost:
-                return self._sent(st)
+                return self._sent(st, proc)
             with self._lock:
                 self._children.pop(st.marker, None)
             return self._lost(tctx, st, proc)
@@ -285,14 +289,18 @@ class LocalProcessPlugin(Plugin):
             wake = self._warm_news(tctx, proc)
             proc.on_start(lambda _: wake())
             proc.on_exit(wake)
-            return self._sent(st)
+            return self._sent(st, proc)
         return self._started(tctx, st, proc.pid, _start_time(proc), proc)
 
-    def _sent(self, st: AttemptState) -> PluginPhaseInfo:
+    def _sent(self, st: AttemptState, proc: WarmAttempt) -> PluginPhaseInfo:
         """An attempt sent to a zygote that has not said where it runs (see WarmPool.launch). It counts as
-        running, as one given to an idle worker does; its status stays "launching" until the round the zygote's
-        answer wakes (as a pod's start wakes FlytePropeller), so a restart meanwhile looks for its process (by
-        its pid file) before starting it again."""
+        running, as one given to an idle worker does, unless it waits for a busy worker of its code version
+        (WarmAttempt.waits): that one is queued, as a pod waiting to be scheduled is, until it starts. Its status
+        stays "launching" until the round the zygote's answer wakes (as a pod's start wakes FlytePropeller), so a
+        restart meanwhile looks for its process (by its pid file) before starting it again."""
+        if proc.waits:
+            return PluginPhaseInfo(PluginPhase.QUEUED, version=HELD_VERSION, logs=self._logs(st),
+                                   reason="waiting for a warm worker of its code version")
         return PluginPhaseInfo(PluginPhase.RUNNING, reason="sent to a warm worker", logs=self._logs(st))
 
     def _found(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo | None:
@@ -563,7 +571,7 @@ def rendered_command(tctx: TaskExecutionContext, words: list[str] | None = None)
 
 def _waiting_for_room(reason: str) -> PluginPhaseInfo:
     # A new phase version: the wait is reported once (TaskExecutionEvent QUEUED with this reason).
-    return PluginPhaseInfo(PluginPhase.QUEUED, version=1, reason=reason, poll_after=POLL_SECONDS)
+    return PluginPhaseInfo(PluginPhase.QUEUED, version=ROOM_VERSION, reason=reason, poll_after=POLL_SECONDS)
 
 
 def _start_time(proc) -> int | None:

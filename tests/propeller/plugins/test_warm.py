@@ -22,7 +22,7 @@ from flytelite.propeller.engine import Engine
 from flytelite.propeller.phases import WorkflowStatusPhase
 from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.core import PluginPhase, TaskExecutionContext
-from flytelite.propeller.plugins.local_process import LocalProcessPlugin
+from flytelite.propeller.plugins.local_process import HELD_VERSION, ROOM_VERSION, LocalProcessPlugin
 from flytelite.propeller.plugins.warm.pool import (
     WarmPool,
     find_by_pid_file,
@@ -459,3 +459,28 @@ def test_an_abort_drops_an_attempt_the_zygote_holds_and_it_never_runs(tmp_path):
         assert len(markers(marks, "too_slow")) == 1
     finally:
         plugin.close()
+
+
+def test_an_attempt_waiting_behind_more_held_ones_than_processors_is_queued_until_it_starts(tmp_path):
+    """As a pod waiting to be scheduled: QUEUED (a version after a wait for a pool slot's), then RUNNING."""
+    plugin, tctx, first, second, marks = _held_second_attempt(tmp_path)
+    try:
+        third = {}
+        info = plugin.handle(tctx(third, "n2"))  # two held for one processor: this one surely waits
+        assert info.phase == PluginPhase.QUEUED and info.version == HELD_VERSION > ROOM_VERSION
+        assert "waiting for a warm worker" in info.reason and third["status"] == "launching"
+        assert plugin.handle(tctx(third, "n2")).phase == PluginPhase.QUEUED  # asked again before it starts
+        for state, node in ((first, "n0"), (second, "n1")):  # their worker gone, the zygote starts the next one
+            _abort_once_running(plugin, tctx(state, node), state)
+        assert plugin.handle(tctx(third, "n2")).phase in (PluginPhase.QUEUED, PluginPhase.RUNNING)
+        _abort_once_running(plugin, tctx(third, "n2"), third)
+    finally:
+        plugin.close()
+
+
+def _abort_once_running(plugin, tctx, state: dict) -> None:
+    """Wait until the attempt reports RUNNING with its pid, then abort it: its process is gone."""
+    asyncio.run(h.wait_for(lambda: plugin.handle(tctx).phase == PluginPhase.RUNNING and "pid" in state))
+    assert state["status"] == "running"
+    plugin.abort(tctx)
+    assert _gone(state["pid"])

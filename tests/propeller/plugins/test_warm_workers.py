@@ -301,7 +301,8 @@ def test_an_item_waiting_for_a_busy_worker_when_the_zygote_goes_never_starts(tmp
 
 
 def test_the_pool_counts_the_items_a_zygote_holds_until_each_starts(tmp_path):
-    """What tells the plugin whether the workers have work without the server (LocalProcessPlugin._warm_news)."""
+    """What tells the plugin whether the workers have work without the server (LocalProcessPlugin._warm_news), and
+    whether an attempt waits for a worker."""
     pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=1, short_seconds=60.0)
     try:
         opened = tmp_path / "open"
@@ -310,6 +311,8 @@ def test_the_pool_counts_the_items_a_zygote_holds_until_each_starts(tmp_path):
         assert zygote.held("siblings") == 0
         second, third = (_launch_item(pool, tmp_path, name, 0.0) for name in ("b", "c"))
         assert zygote.held("siblings") == 2 and zygote.held("others") == 0  # the first item's worker is busy
+        # More held than processors when the third was sent: it surely waits (the plugin reports it queued).
+        assert not second.waits and third.waits and zygote.backlogged("siblings")
         opened.touch()
         asyncio.run(h.wait_for(lambda: _exited(third)))  # each taken by that worker, one after the other
         assert zygote.held("siblings") == 0

@@ -24,6 +24,7 @@ whose exits it still reports.
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import os
@@ -142,6 +143,9 @@ class WarmAttempt:
         self.group = group
         # Run by a worker that ran a sibling map item before (the pid is that worker's).
         self.reused = reused
+        # Sent while the zygote held more of its group's attempts than there are processors: it waits for a busy
+        # worker of its group (ZygoteHandle.backlogged), as a pod waits to be scheduled.
+        self.waits = False
         self.returncode: int | None = None
         # True when the zygote died first: the exit code will never come; watch the process like an adopted one
         # (one whose pid the zygote never said may have been forked all the same: look for it by its pid file).
@@ -241,6 +245,8 @@ class ZygoteHandle:
         # Attempts waiting for their Started or Failed, with when the zygote must have answered (see
         # FORK_ANSWER_SECONDS).
         self._pending: dict[int, tuple[WarmAttempt, float]] = {}
+        # How many of the pending attempts each group has (held() is asked on every start and exit).
+        self._held: collections.Counter[str | None] = collections.Counter()
         self.queue_seconds = queue_seconds
         # What the zygote counts its group's busy workers against (it resolves 0 the same way).
         self.processors = processors or len(os.sched_getaffinity(0))
@@ -313,6 +319,8 @@ class ZygoteHandle:
                 attempt = WarmAttempt(self, request_id, group=group)
                 answer_by = time.monotonic() + self.queue_seconds + FORK_ANSWER_SECONDS
                 self._pending[request_id] = (attempt, answer_by)
+                self._held[group] += 1
+                attempt.waits = self._backlogged(group)
         request = messages.Run(id=request_id, argv=command, env=env, cwd=cwd, log=log_path,
                                tmp=tmp, pid_file=os.path.join(scratch, "pid"),
                                bin_dir=os.path.dirname(self.interpreter), group=group,
@@ -321,7 +329,7 @@ class ZygoteHandle:
             sent = not self.draining and self._send(request)
         if not sent:
             with self._lock:
-                self._pending.pop(request_id, None)
+                self._answered(request_id)
                 if attempt.pid is not None and self._attempts.get(attempt.pid) is attempt:
                     del self._attempts[attempt.pid]  # the draining zygote ends that idle worker
             if self.draining:
@@ -333,12 +341,16 @@ class ZygoteHandle:
         """How many of the group's attempts were sent and not started yet: those the zygote holds for a busy
         worker (with queue seconds), and forks under way."""
         with self._lock:
-            return sum(1 for attempt, _ in self._pending.values() if attempt.group == group)
+            return self._held[group]
 
     def backlogged(self, group: str | None) -> bool:
         """Whether the zygote holds more of the group's attempts than there are processors: its workers have
         work without the server for a while (only with queue seconds)."""
-        return self.queue_seconds > 0 and self.held(group) > self.processors
+        with self._lock:
+            return self._backlogged(group)
+
+    def _backlogged(self, group: str | None) -> bool:
+        return self.queue_seconds > 0 and self._held[group] > self.processors
 
     def send(self, message: messages.Message) -> bool:
         with self._send_lock:
@@ -445,7 +457,7 @@ class ZygoteHandle:
                 attempt._ended(msg.code)
         elif isinstance(msg, messages.Started):
             with self._lock:
-                attempt, _ = self._pending.pop(msg.id, (None, 0.0))
+                attempt = self._answered(msg.id)
                 if attempt is None:
                     return
                 self._attempts[msg.pid] = attempt
@@ -454,7 +466,7 @@ class ZygoteHandle:
             attempt._begin(msg.pid, msg.start_time, msg.reused)
         elif isinstance(msg, messages.Failed):
             with self._lock:
-                attempt, _ = self._pending.pop(msg.id, (None, 0.0))
+                attempt = self._answered(msg.id)
             if attempt is not None and msg.signal:
                 attempt._ended(-msg.signal)  # dropped unstarted by a Kill: it ends as killed
             elif attempt is not None:
@@ -467,12 +479,22 @@ class ZygoteHandle:
                             "tasks of this interpreter run cold", self.interpreter, msg.threads)
             self.ready.set()
 
+    def _answered(self, request_id: int) -> WarmAttempt | None:
+        """The pending attempt of the request, no longer pending (None if it was not); under the lock."""
+        attempt, _ = self._pending.pop(request_id, (None, 0.0))
+        if attempt is not None:
+            self._held[attempt.group] -= 1
+            if not self._held[attempt.group]:
+                del self._held[attempt.group]
+        return attempt
+
     def _died(self) -> None:
         with self._lock:
             self.alive = False
             attempts, self._attempts = list(self._attempts.values()), {}
             attempts += [attempt for attempt, _ in self._pending.values()]
             self._pending, self._idle, self._groups = {}, {}, {}
+            self._held.clear()
         self._sock.close()
         self.ready.set()
         self.proc.wait()
