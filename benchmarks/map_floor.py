@@ -61,6 +61,9 @@ def _run_items(folder: str, indices: range) -> None:
     flytelite worker undoes it (its module, sys.path, flytekit's contexts and registries): the next item
     imports the module afresh."""
     child._remember_large_input_maps()
+    # flytekit makes a sandbox folder per item in the temp folder: in `folder`, deleted with it.
+    tempfile.tempdir = os.path.join(folder, "tmp")
+    os.makedirs(tempfile.tempdir, exist_ok=True)
     template = _template()
     sys.modules.pop(MODULE, None)
     baseline = child._Baseline()

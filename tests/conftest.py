@@ -13,6 +13,8 @@ when the binaries are not built (scripts/k8s/build.sh).
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 import pytest
 
@@ -32,6 +34,27 @@ def pytest_addoption(parser):
 
 def pytest_report_header(config):
     return f"flytelite test database: {config.getoption('--db')}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def temp_folder():
+    """The system's temp folder for the session and every process it starts, deleted after it: flytekit leaves
+    a folder in it in every process that imports it (each pyflyte run), and a server killed by a test leaves
+    its zygote's. Short: a task's multiprocessing socket goes three folders below it. Open to every user as
+    the system's is (the PostgreSQL cluster of --db=postgresql runs as its own user when the tests run as root)."""
+    folder = tempfile.mkdtemp(prefix="fl-")
+    os.chmod(folder, 0o1777)
+    saved = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"] = tempfile.tempdir = folder
+    try:
+        yield folder
+    finally:
+        if saved[0] is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved[0]
+        tempfile.tempdir = saved[1]
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)
