@@ -54,8 +54,9 @@ class EngineConfig:
     # own (0: never waits; see propeller/plugins/warm/zygote.py; a worker whose item ran 0.1 s is not busy).
     # Fewer processes than items in flight keep the processors' caches warm, and the server's rounds take the
     # items' news in batches meanwhile (see LocalProcessPlugin._warm_news): a 1,000-item map on 2 cores took
-    # 4.0-4.2 s instead of 4.9 s with the home on tmpfs. An attempt that waits counts as running, as one
-    # given to an idle worker does.
+    # 4.0-4.2 s instead of 4.9 s with the home on tmpfs. An attempt sent while more of its group's wait than
+    # there are processors reports QUEUED until it starts (LocalProcessPlugin._sent); one that waits behind
+    # fewer counts as running, as one given to an idle worker does.
     warm_queue_seconds: float = 1.0
     # Where task attempts' folders go (their working folder with the unpacked code, their temp folder), each
     # deleted after its attempt; empty: <home>/work. A folder on a tmpfs (such as /dev/shm/flytelite) keeps
