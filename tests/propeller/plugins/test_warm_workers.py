@@ -11,6 +11,7 @@ import collections
 import os
 import signal
 import tempfile
+import threading
 
 import pytest
 from flyteidl.core import literals_pb2
@@ -240,9 +241,17 @@ def _launch_gate(pool: WarmPool, tmp_path, opened):
     return pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, f"{cwd}.tmp", group="siblings")
 
 
+def _start_news(attempt) -> threading.Event:
+    """Set once the attempt's zygote says where it runs, or that it ended without running."""
+    news = threading.Event()
+    attempt.on_start(lambda _: news.set())
+    attempt.on_exit(news.set)
+    return news
+
+
 def _started(attempt):
     """The attempt, once its zygote said where it runs (or that it ended without running)."""
-    assert attempt.started.wait(60)
+    assert _start_news(attempt).wait(60)
     return attempt
 
 
@@ -288,7 +297,7 @@ def test_an_item_waiting_for_a_busy_worker_when_the_zygote_goes_never_starts(tmp
     try:
         first = _started(_launch_item(pool, tmp_path, "a", 60.0))
         second = _launch_item(pool, tmp_path, "b", 0.0)
-        assert not second.started.wait(1.0)  # waiting for the first item's worker
+        assert not _start_news(second).wait(1.0)  # waiting for the first item's worker
         first.zygote.stop()
         assert _started(second).lost and second.pid is None and second.error is None
         assert not (tmp_path / "b" / "work.warm" / "pid").exists()

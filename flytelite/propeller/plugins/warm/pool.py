@@ -152,13 +152,9 @@ class WarmAttempt:
         self.orphaned = False
         # Why the zygote could not start it (it never ran).
         self.error: str | None = None
-        # Set once the pid is known, or the attempt ended without one.
-        self.started = threading.Event()
         self._callbacks: list[Callable[[], None]] = []
         self._on_start: list[Callable[[WarmAttempt], None]] = []
         self._lock = threading.Lock()
-        if pid is not None:
-            self.started.set()
 
     def poll(self) -> int | None:
         return self.returncode
@@ -199,7 +195,6 @@ class WarmAttempt:
         with self._lock:
             self.pid, self.start_time, self.reused = pid, start_time, reused
             callbacks, self._on_start = self._on_start, []
-        self.started.set()
         for callback in callbacks:
             callback(self)
 
@@ -213,7 +208,6 @@ class WarmAttempt:
                 self.returncode = returncode
             callbacks, self._callbacks = self._callbacks, []
             self._on_start = []
-        self.started.set()
         for callback in callbacks:
             try:
                 callback()
@@ -245,7 +239,7 @@ class ZygoteHandle:
         # Attempts waiting for their Started or Failed, with when the zygote must have answered (see
         # FORK_ANSWER_SECONDS).
         self._pending: dict[int, tuple[WarmAttempt, float]] = {}
-        # How many of the pending attempts each group has (held() is asked on every start and exit).
+        # How many of the pending attempts each group has (backlogged() is asked on every send, start and exit).
         self._held: collections.Counter[str | None] = collections.Counter()
         self.queue_seconds = queue_seconds
         # What the zygote counts its group's busy workers against (it resolves 0 the same way).
