@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 
 import msgpack
 import pytest
@@ -151,6 +152,28 @@ def test_max_parallelism_caps_running_task_nodes(tmp_path):
     assert status.phase == WorkflowStatusPhase.SUCCESS
     assert plugin.max_running == 2
     assert h.outputs(ctx, key) == {"o0": [7, 7, 7, 7, 7]}
+
+
+def test_a_running_node_has_the_data_folders_of_the_nodes_after_it_made(tmp_path):
+    """Made while it runs, not when the successor starts (between two tasks); its inputs come only then."""
+    ctx = h.make_context(tmp_path)
+    release = {"go": False}
+    plugin = InProcessPlugin({"inc": lambda i, a: {"o0": i["x"] + 1} if release["go"] else KEEP_RUNNING,
+                              "total": lambda i, a: {"o0": i["a"] + i["b"] + i["c"]}})
+    key = h.create_execution(ctx, h.compile_entity(dw.fan_out, IN_PROCESS), {"x": 1}, "ahead")
+    execution_dir = ctx.blobs.local_file(ctx.blobs.execution_dir(*key))
+
+    async def meanwhile(engine):
+        await h.wait_for(lambda: len(plugin.running) == 3)
+        assert os.path.isdir(f"{execution_dir}/n3/data")
+        assert not os.path.exists(f"{execution_dir}/n3/data/inputs.pb")
+        assert not os.path.exists(f"{execution_dir}/end-node")
+        release["go"] = True
+        engine.notify(key)
+
+    status, _ = run_engine(ctx, plugin, key, during=meanwhile)
+    assert status.phase == WorkflowStatusPhase.SUCCESS
+    assert h.outputs(ctx, key) == {"o0": 6}
 
 
 def test_abort_stops_running_nodes_and_reports_aborted(tmp_path):
