@@ -257,7 +257,7 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
     cold_map_note = f"{COLD_MAP_ITEMS} items, not {MAP_ITEMS:,}: cold processes take ~1.6 s each"
 
     def ratio(remote: list[float], local: list[float]) -> str:
-        return f"{statistics.median(remote) / statistics.median(local):.2f}x the local run"
+        return f"{statistics.median(remote) / statistics.median(local):.3f}x the local run"
 
     dev_hello = [baseline("`pyflyte run --remote` from flytelite's venv", warm.hello_dev, "s",
                           f"{ratio(warm.hello_dev, warm.hello_dev_local)}; that venv holds the test suite's "
