@@ -59,11 +59,11 @@ class EngineConfig:
     # fewer counts as running, as one given to an idle worker does.
     warm_queue_seconds: float = 1.0
     # Where task attempts' folders go (their working folder with the unpacked code, their pid files), each
-    # deleted after its attempt; empty: <home>/work. (Their temp folders are in the server's temp folder.) A folder on a tmpfs (such as /dev/shm/flytelite) keeps
-    # that churn of small files off the disk: on an ext4 without a journal, creating a file soon after many
-    # were deleted costs the kernel a scan past each of them (see the README), and on such a disk a
-    # 1,000-item map took 5.1-5.5 s instead of 5.9-6.0 s (runs paired). Tasks' temp files then take memory:
-    # leave it on the disk for tasks that write large ones.
+    # deleted after its attempt; empty: <home>/work. Their temp folders are in the server's temp folder. A
+    # folder on a tmpfs (such as /dev/shm/flytelite) keeps that churn of small files off the disk: on an ext4
+    # without a journal, creating a file soon after many were deleted costs the kernel a scan past each of
+    # them (see the README), and on such a disk a 1,000-item map took 5.1-5.5 s instead of 5.9-6.0 s (runs
+    # paired). Tasks' files in it then take memory: leave it on the disk for tasks that write large ones.
     attempts_dir: str = ""
     # Where executions show besides the database: "" (nowhere) or "kubernetes" (each execution also a
     # FlyteWorkflow object in its namespace, as on a Flyte cluster; see propeller/crd).
