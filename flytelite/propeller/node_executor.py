@@ -325,14 +325,18 @@ class NodeExecutor:
         """Make the data folders of the nodes after a node that starts running, while it runs. Made when the
         successor starts, its two new folders took a few tenths of a millisecond each on a busy disk, between
         a task's exit and its successor's start. A remote store has no folders. One that cannot be made now
-        is left to the successor's start, which says why."""
+        is left to the successor's start, which says why. A map task's item (in no DAG) has none: it builds
+        no scope."""
+        dag = nctx.scope.dag if nctx.scope is not None else nctx.round.workflow
+        successors = [node_id for node_id in dag.downstream.get(nctx.node.id, ()) if node_id != END_NODE]
+        if not successors:
+            return
         scope = nctx.scope or self.top_scope(nctx.round)
-        for node_id in scope.dag.downstream.get(nctx.node.id, ()):
-            if node_id != END_NODE:
-                try:
-                    nctx.round.ctx.blobs.makedirs(scope.node_data_dir(node_id))
-                except OSError:
-                    pass
+        for node_id in successors:
+            try:
+                nctx.round.ctx.blobs.makedirs(scope.node_data_dir(node_id))
+            except OSError:
+                pass
 
     def _event(self, nctx: NodeExecutionContext, phase: int, *, output_uri: str = "", error: ErrorInfo | None = None,
                deck_uri: str = "", task_node_metadata=None, workflow_node_metadata=None) -> None:
