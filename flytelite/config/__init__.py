@@ -46,8 +46,11 @@ class EngineConfig:
     warm_workers: bool = True
     # Seconds a first attempt waits for its interpreter's zygote to import flytekit before running cold.
     warm_start_seconds: float = 60.0
-    # How many task attempts run warm at once (0: as many as the executions' parallelism lets run); when
-    # all are taken, an attempt that would run warm waits in QUEUED for one to end.
+    # How many task processes run on this machine at once, cold or warm, whatever the executions' and maps'
+    # parallelism (0: 16 per processor, at most one per 64 MiB of memory; see propeller/plugins/slots.py).
+    # An attempt that finds every one taken waits in QUEUED, as a pod waits for room on its node.
+    max_task_processes: int = 0
+    # The earlier name of max_task_processes, which it sets when that is 0 (it bounded warm attempts only).
     warm_pool_size: int = 0
     # Seconds an attempt may wait for a busy worker of its group (the tasks of one code version; the items of
     # its map tasks) while the group has as many busy workers as processors, before it gets a process of its
@@ -76,7 +79,11 @@ class EngineConfig:
         if self.lease_seconds <= 0:
             raise ValueError(f"engine.lease_seconds must be more than 0, not {self.lease_seconds}")
         if self.warm_pool_size < 0:
-            raise ValueError(f"engine.warm_pool_size must be 0 (no limit) or more, not {self.warm_pool_size}")
+            raise ValueError(f"engine.warm_pool_size must be 0 or more, not {self.warm_pool_size}")
+        if self.max_task_processes < 0:
+            raise ValueError(f"engine.max_task_processes must be 0 (from the machine) or more, not "
+                             f"{self.max_task_processes}")
+        self.max_task_processes = self.max_task_processes or self.warm_pool_size
         self.attempts_dir = os.path.expanduser(self.attempts_dir)
         if self.attempts_dir and not os.path.isabs(self.attempts_dir):
             raise ValueError(f"engine.attempts_dir must be an absolute path, not {self.attempts_dir!r}")

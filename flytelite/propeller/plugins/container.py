@@ -24,6 +24,7 @@ from flytelite.propeller import error_codes as E
 from flytelite.propeller.plugins import copilot, processes
 from flytelite.propeller.plugins.core import PluginPhase, PluginPhaseInfo, TaskExecutionContext
 from flytelite.propeller.plugins.local_process import AttemptState, LocalProcessPlugin, rendered_command
+from flytelite.propeller.plugins.slots import TaskSlots
 from flytelite.propeller.plugins.template import TemplateError
 
 CONFIG_KEY = "raw_container_images"
@@ -34,8 +35,8 @@ class RawContainerPlugin(LocalProcessPlugin):
     task_types = ("raw-container",)
     flytekit_entrypoint_only = False
 
-    def __init__(self, ctx: Context):
-        super().__init__(ctx)
+    def __init__(self, ctx: Context, slots: TaskSlots | None = None):
+        super().__init__(ctx, slots)
         # No flytekit in a raw container: nothing to fork warm, and no zygote of our own.
         self.warm = None
 

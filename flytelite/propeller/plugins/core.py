@@ -187,5 +187,10 @@ class Plugin:
     def finalize(self, tctx: TaskExecutionContext) -> None:
         pass
 
+    def capacity(self) -> int | None:
+        """How many attempts it runs at once at most (None: no bound of its own): a map's items beyond it would
+        only wait for room."""
+        return None
+
     def close(self) -> None:
         """Called when the engine stops; running attempts are left running (a restart adopts them)."""

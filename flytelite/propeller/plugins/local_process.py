@@ -50,10 +50,10 @@ from flytelite.propeller.plugins.core import (
 )
 from flytelite.propeller.plugins.environment import flyte_task_env
 from flytelite.propeller.plugins.results import written_result
+from flytelite.propeller.plugins.slots import TaskSlots, machine_slots
 from flytelite.propeller.plugins.task_site import IMAGE_ENV, task_process_env
 from flytelite.propeller.plugins.template import TemplateError, TemplateParams, render
 from flytelite.propeller.plugins.warm.pool import (
-    PoolFull,
     WarmAttempt,
     WarmPool,
     find_by_pid_file,
@@ -71,8 +71,8 @@ POLL_SECONDS = 1.0
 # The longest a round woken by a warm attempt's exit waits while the zygote holds work for its workers (see
 # LocalProcessPlugin._warm_news).
 BATCH_SECONDS = 0.05
-# Versions of an attempt's QUEUED phase, in the order they can follow each other: waiting for a slot of the warm
-# pool (engine.warm_pool_size), then held by a zygote for a busy warm worker.
+# Versions of an attempt's QUEUED phase, in the order they can follow each other: waiting for a task slot
+# (engine.max_task_processes), then held by a zygote for a busy warm worker.
 ROOM_VERSION = 1
 HELD_VERSION = 2
 # How long a sweep of finished attempts' folders waits before it starts. A folder is handed over in the round
@@ -123,7 +123,7 @@ class LocalProcessPlugin(Plugin):
     # Refuse containers that do not run a flytekit entrypoint (a subclass may run any command).
     flytekit_entrypoint_only = True
 
-    def __init__(self, ctx: Context):
+    def __init__(self, ctx: Context, slots: TaskSlots | None = None):
         self.ctx = ctx
         self.machine = ctx.config.engine.machine
         self.watcher = processes.ExitWatcher()
@@ -131,9 +131,6 @@ class LocalProcessPlugin(Plugin):
         self._lock = threading.Lock()
         # Attempts this server prepared but has not started: safe to start without looking for a process.
         self._prepared: set[str] = set()
-        # Attempts told that every warm slot (engine.warm_pool_size) is taken: they run warm, and until a slot
-        # frees, a round retries them without rendering their command or making their folders again.
-        self._awaiting_room: set[str] = set()
         # Processes this server started (our children, so we reap them), by attempt marker.
         self._children: dict[str, subprocess.Popen | WarmAttempt] = {}
         # Attempts' temp folders (see _temp_dir), one folder per attempts folder (servers on one machine each
@@ -141,9 +138,11 @@ class LocalProcessPlugin(Plugin):
         where = hashlib.sha1(str(ctx.config.attempts_dir.resolve()).encode()).hexdigest()[:10]
         self._temp_root = os.path.join(tempfile.gettempdir(), f"flytelite-{where}")
         engine = ctx.config.engine
+        # Each attempt holds one (by its marker) from before its process starts until it is known to have ended.
+        self.slots = slots or TaskSlots(engine.max_task_processes or machine_slots())
         # Attempts forked from a zygote when they can be (see plugins/warm); the others run cold.
-        self.warm = (WarmPool(ctx.config.logs_dir, engine.warm_start_seconds, size=engine.warm_pool_size,
-                              queue_seconds=engine.warm_queue_seconds, temp_dir=self._temp_root)
+        self.warm = (WarmPool(ctx.config.logs_dir, engine.warm_start_seconds, queue_seconds=engine.warm_queue_seconds,
+                              temp_dir=self._temp_root, max_processes=self.slots.size)
                      if engine.warm_workers else None)
         # Finished attempts' folders are deleted where they are by one thread at the lowest CPU priority. Those
         # it has not deleted when the server stops are moved into the trash folder, which the next start empties.
@@ -155,6 +154,9 @@ class LocalProcessPlugin(Plugin):
         self._doomed: list[str] = []
         self._sweep_queued = False
         self._closing = threading.Event()
+
+    def capacity(self) -> int | None:
+        return self.slots.size
 
     def setup(self, loop) -> None:
         self._loop = loop
@@ -232,12 +234,12 @@ class LocalProcessPlugin(Plugin):
         with self._lock:
             proc = self._children.get(st.marker)
             prepared_here = st.marker in self._prepared
-            awaiting_room = st.marker in self._awaiting_room
         if isinstance(proc, WarmAttempt) and proc.pid is None:
             if not proc.lost:
                 return self._sent(st, proc)
             with self._lock:
                 self._children.pop(st.marker, None)
+            self.slots.release(st.marker)
             return self._lost(tctx, st, proc)
         if isinstance(proc, WarmAttempt):
             # Sent by an earlier round, which watched it (_sent or _started); the zygote has said where it runs.
@@ -256,15 +258,15 @@ class LocalProcessPlugin(Plugin):
             reason = ("waiting for this replica to renew its lease on the execution before starting the "
                       "task's process")
             return PluginPhaseInfo(PluginPhase.QUEUED, reason=reason, poll_after=POLL_SECONDS)
-        if awaiting_room and self.warm is not None:
-            full = self.warm.wait_for_room(lambda: tctx.wake(None), waiter=tctx.key)
-            if full is not None:
-                return _waiting_for_room(full)
-            with self._lock:  # launched below, or told again that the pool is full
-                self._awaiting_room.discard(st.marker)
+        # Taken first: an attempt waiting for a slot costs a round nothing of what starting it does.
+        if not self.slots.take(st.marker, lambda: tctx.wake(None), waiter=tctx.key):
+            # A new phase version: the wait is reported once (TaskExecutionEvent QUEUED with this reason).
+            return PluginPhaseInfo(PluginPhase.QUEUED, version=ROOM_VERSION, reason=self.slots.reason,
+                                   poll_after=POLL_SECONDS)
         try:
             argv, env = self._command(tctx, st)
         except TemplateError as e:
+            self.slots.release(st.marker)
             return PluginPhaseInfo.failure(E.BAD_TASK_TEMPLATE, f"task {tctx.task.id.name}: {e}", kind=USER,
                                            retryable=False)
         work_dir = Path(st.work_dir)
@@ -272,19 +274,18 @@ class LocalProcessPlugin(Plugin):
         argv = _ensure_dest_dir(argv, work_dir)
         Path(st.log_path).parent.mkdir(parents=True, exist_ok=True)
         try:
-            proc = self._spawn(argv, env, str(work_dir), st.log_path, self._temp_dir(st.marker),
-                               on_room=lambda: tctx.wake(None), waiter=tctx.key)
-        except PoolFull as e:
-            with self._lock:
-                self._awaiting_room.add(st.marker)
-            return _waiting_for_room(str(e))
+            proc = self._spawn(argv, env, str(work_dir), st.log_path, self._temp_dir(st.marker))
         except OSError as e:
+            self.slots.release(st.marker)
             return PluginPhaseInfo.failure(
                 E.PROCESS_START_FAILED, f"could not start {argv[0]!r} for task {tctx.task.id.name}: {e}",
                 kind=SYSTEM, retryable=True)
         with self._lock:
             self._children[st.marker] = proc
             self._prepared.discard(st.marker)
+        if isinstance(proc, WarmAttempt):
+            marker = st.marker
+            proc.on_exit(lambda: self.slots.release(marker))
         if proc.pid is None:  # sent to a zygote, which has not said where it runs yet
             wake = self._warm_news(tctx, proc)
             proc.on_start(lambda _: wake())
@@ -326,10 +327,9 @@ class LocalProcessPlugin(Plugin):
             E.PROCESS_START_FAILED, f"could not start the process of task {tctx.task.id.name} in a warm worker: "
             f"{why}", kind=SYSTEM, retryable=True, logs=self._logs(st))
 
-    def _spawn(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str, tmp: str, on_room=None,
-               waiter=None):
+    def _spawn(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str, tmp: str):
         if self.warm is not None:
-            proc = self.warm.launch(argv, env, cwd, log_path, tmp, on_room=on_room, waiter=waiter)
+            proc = self.warm.launch(argv, env, cwd, log_path, tmp)
             if proc is not None:
                 return proc
         os.makedirs(tmp, exist_ok=True)
@@ -364,6 +364,7 @@ class LocalProcessPlugin(Plugin):
         def on_exit() -> None:
             if proc is not None:
                 proc.poll()  # reap our child
+            self.slots.release(st.marker)
             tctx.wake(None)
 
         if self.watcher.watch(pid, started, on_exit):
@@ -398,6 +399,7 @@ class LocalProcessPlugin(Plugin):
                 info.poll_after = POLL_SECONDS
             return info
         st.status = AttemptStatus.DONE
+        self.slots.release(st.marker)
         return self._result(tctx, st)
 
     def _elsewhere(self, st: AttemptState) -> bool:
@@ -471,7 +473,8 @@ class LocalProcessPlugin(Plugin):
             st.store(tctx.state)
         with self._lock:
             self._prepared.discard(st.marker)
-            self._awaiting_room.discard(st.marker)
+        if target is None:
+            self.slots.release(st.marker)  # one whose process is signalled frees its slot once it exited
 
     def _kill(self, proc, pid: int | None, started: int | None, sig: int) -> bool:
         # A warm attempt's zygote holds it unreaped until it exits: its kill cannot hit a recycled pid, nor a
@@ -488,6 +491,7 @@ class LocalProcessPlugin(Plugin):
             proc = self._children.pop(st.marker, None)
         if proc is not None:
             proc.poll()
+        self.slots.release(st.marker)
         if st.work_dir:
             self._discard(st.work_dir)
             self._discard(scratch_dir(st.work_dir))
@@ -567,11 +571,6 @@ def rendered_command(tctx: TaskExecutionContext, words: list[str] | None = None)
         namespace=tctx.namespace, task_template_path=tctx.task_template_path, inputs=lambda: tctx.inputs,
     )
     return render(words, params)
-
-
-def _waiting_for_room(reason: str) -> PluginPhaseInfo:
-    # A new phase version: the wait is reported once (TaskExecutionEvent QUEUED with this reason).
-    return PluginPhaseInfo(PluginPhase.QUEUED, version=ROOM_VERSION, reason=reason, poll_after=POLL_SECONDS)
 
 
 def _start_time(proc) -> int | None:

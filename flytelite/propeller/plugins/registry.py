@@ -82,5 +82,7 @@ def default_plugins(ctx) -> PluginRegistry:
         from flytelite.propeller.plugins.agents.plugin import AgentPlugin
 
         agents = AgentPlugin(ctx)
-    return PluginRegistry([LocalProcessPlugin(ctx), RawContainerPlugin(ctx), EchoPlugin()], routed,
-                          ctx.config.plugin_for, agents)
+    local = LocalProcessPlugin(ctx)
+    # Both start processes on this machine: they share its task slots.
+    container = RawContainerPlugin(ctx, local.slots)
+    return PluginRegistry([local, container, EchoPlugin()], routed, ctx.config.plugin_for, agents)

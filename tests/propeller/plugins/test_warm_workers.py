@@ -21,6 +21,7 @@ from flytelite.propeller.engine import Engine
 from flytelite.propeller.phases import WorkflowStatusPhase
 from flytelite.propeller.plugins import processes
 from flytelite.propeller.plugins.local_process import LocalProcessPlugin
+from flytelite.propeller.plugins.slots import TaskSlots
 from flytelite.propeller.plugins.warm import messages
 from flytelite.propeller.plugins.warm import pool as pool_module
 from flytelite.propeller.plugins.warm.pool import WarmPool, find_by_pid_file
@@ -393,6 +394,47 @@ def test_with_fewer_busy_workers_than_processors_an_item_gets_a_process_of_its_o
         pool.close()
 
 
+def _launch_in(pool: WarmPool, tmp_path, name: str, seconds: float, group: str):
+    argv, cwd, log = _item_request(tmp_path, name, "nap", {"seconds": seconds})
+    return pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, f"{cwd}.tmp", group=group)
+
+
+def test_a_zygote_with_as_many_children_as_max_processes_starts_a_request_once_one_ended(tmp_path):
+    pool = WarmPool(tmp_path / "logs", max_processes=1)
+    try:
+        opened = tmp_path / "open"
+        first = _started(_launch_gate(pool, tmp_path, opened))
+        second = _launch_in(pool, tmp_path, "b", 0.0, "others")  # another group: a process of its own
+        assert not _start_news(second).wait(1.0), "started beside the first, past max_processes"
+        opened.touch()
+        asyncio.run(h.wait_for(lambda: _exited(second)))
+        assert second.returncode == 0 and first.returncode == 0 and second.pid != first.pid
+    finally:
+        pool.close()
+
+
+def test_a_zygote_with_no_room_retires_an_idle_worker_of_another_group_for_a_new_process(tmp_path):
+    pool = WarmPool(tmp_path / "logs", max_processes=2, worker_idle_seconds=300.0)
+    try:
+        opened = tmp_path / "open"
+        busy = _started(_launch_gate(pool, tmp_path, opened))
+        idle = _launch_in(pool, tmp_path, "b", 0.0, "others")
+        asyncio.run(h.wait_for(lambda: _exited(idle)))
+        # Two children (a busy worker, an idle one of "others"): a third group's item needs the idle one's room.
+        third = _started(_launch_in(pool, tmp_path, "c", 0.0, "thirds"))
+        asyncio.run(h.wait_for(lambda: _exited(third)))
+        assert third.returncode == 0 and third.pid not in (busy.pid, idle.pid)
+        assert _gone(idle.pid)
+        # The server heard the idle worker is gone: the next item of its group gets a process of its own.
+        again = _started(_launch_in(pool, tmp_path, "d", 0.0, "others"))
+        assert not again.reused
+        opened.touch()
+        asyncio.run(h.wait_for(lambda: _exited(again) and _exited(busy)))
+        assert again.returncode == 0 and busy.returncode == 0
+    finally:
+        pool.close()
+
+
 def test_a_map_task_runs_with_warm_queue_seconds_on(tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()
@@ -444,13 +486,15 @@ def _one_at_a_time(spans: list[tuple[float, float]]) -> bool:
     return all(end <= next_start for (_, end), (next_start, _) in zip(spans, spans[1:], strict=False))
 
 
-def test_warm_pool_size_is_read_from_the_config_and_cannot_be_negative(tmp_path):
+def test_max_task_processes_is_read_from_the_config_or_its_earlier_name_and_cannot_be_negative(tmp_path):
     path = tmp_path / "flytelite.yaml"
-    path.write_text("engine:\n  warm_pool_size: 3\n")
-    assert Config.load(path).engine.warm_pool_size == 3
-    assert Config().engine.warm_pool_size == 0  # no limit by default
-    with pytest.raises(ValueError, match="warm_pool_size must be 0 \\(no limit\\) or more, not -1"):
-        EngineConfig(warm_pool_size=-1)
+    path.write_text("engine:\n  max_task_processes: 3\n")
+    assert Config.load(path).engine.max_task_processes == 3
+    path.write_text("engine:\n  warm_pool_size: 5\n")
+    assert Config.load(path).engine.max_task_processes == 5
+    assert Config().engine.max_task_processes == 0  # from the machine
+    with pytest.raises(ValueError, match="max_task_processes must be 0 \\(from the machine\\) or more, not -1"):
+        EngineConfig(max_task_processes=-1)
 
 
 def test_warm_queue_seconds_is_read_from_the_config_one_second_by_default_and_cannot_be_negative(tmp_path):
@@ -462,22 +506,23 @@ def test_warm_queue_seconds_is_read_from_the_config_one_second_by_default_and_ca
         EngineConfig(warm_queue_seconds=-1)
 
 
-def test_with_a_pool_of_one_warm_attempts_wait_for_the_slot_in_queued(tmp_path):
+@pytest.mark.parametrize("warm", [True, False])
+def test_with_one_task_slot_attempts_wait_for_it_in_queued(tmp_path, warm):
     marks = tmp_path / "marks"
     marks.mkdir()
     ctx, key, sink, status, _ = run_workflow(tmp_path / "tasks", wt.two_timed_wf, {"marker_dir": str(marks)},
-                                             "pool1", warm_pool_size=1)
+                                             "pool1", max_task_processes=1, warm_workers=warm)
     assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
     assert h.outputs(ctx, key) == {"o0": 1, "o1": 2}
     assert len(_spans(marks)) == 2 and _one_at_a_time(_spans(marks)), _spans(marks)
     reasons = [e.reason for node in ("n0", "n1") for e in sink.task_events(node)]
-    assert any("waiting for a warm worker: all 1 (engine.warm_pool_size) run tasks" in r for r in reasons), reasons
+    assert any("waiting for a task slot: all 1 (engine.max_task_processes) run tasks" in r for r in reasons), reasons
 
     # A map task's items share the slot too (one worker runs them one after another).
     (marks / "spans").unlink()
     ctx, key, sink, status, _ = run_workflow(tmp_path / "map", wt.timed_items_wf,
                                              {"xs": [0, 1, 2], "marker_dir": str(marks)}, "pool1map",
-                                             warm_pool_size=1)
+                                             max_task_processes=1, warm_workers=warm)
     assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
     assert h.outputs(ctx, key) == {"o0": [0, 1, 2]}
     assert len(_spans(marks)) == 3 and _one_at_a_time(_spans(marks)), _spans(marks)
@@ -498,31 +543,27 @@ def test_an_item_waiting_for_the_warm_slot_renders_its_command_once_until_the_sl
     marks.mkdir()
     ctx, key, sink, status, _ = run_workflow(tmp_path / "map", wt.timed_items_wf,
                                              {"xs": [0, 1, 2, 3, 4], "marker_dir": str(marks)}, "pool1wait",
-                                             warm_pool_size=1)
+                                             max_task_processes=1)
     assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
     assert h.outputs(ctx, key) == {"o0": [0, 1, 2, 3, 4]}
     assert len(_spans(marks)) == 5 and _one_at_a_time(_spans(marks)), _spans(marks)
-    # Rendered when first told the pool is full, and once more when a slot is free; the last item waited for
-    # four releases (and its one-second polls).
-    assert len(rendered) == 5 and max(rendered.values()) <= 2, rendered
+    # Rendered once, when it holds the slot.
+    assert rendered == dict.fromkeys(rendered, 1) and len(rendered) == 5, rendered
 
 
-def test_a_freed_warm_slot_wakes_each_waiter_once_however_many_of_its_attempts_wait(tmp_path):
+def test_a_freed_task_slot_wakes_each_waiter_once_however_many_of_its_attempts_wait():
     """A map's waiting items share one waiter (their execution): a freed slot wakes it once, not once per item."""
-    pool = WarmPool(tmp_path / "logs", size=1)
-    try:
-        first = _launch_item(pool, tmp_path, "a", 0.5)
-        woken: list[str] = []
-        for _ in range(3):
-            assert pool.wait_for_room(lambda: woken.append("map"), waiter="map") == \
-                "waiting for a warm worker: all 1 (engine.warm_pool_size) run tasks"
-        assert pool.wait_for_room(lambda: woken.append("other"), waiter="other") is not None
-        asyncio.run(h.wait_for(lambda: _exited(first)))
-        asyncio.run(h.wait_for(lambda: len(woken) >= 2))
-        assert sorted(woken) == ["map", "other"]
-        assert pool.wait_for_room(lambda: woken.append("late"), waiter="late") is None  # the slot is free
-    finally:
-        pool.close()
+    slots = TaskSlots(1)
+    woken: list[str] = []
+    assert slots.take("a", lambda: woken.append("a"))
+    for item in range(3):
+        assert not slots.take(f"item{item}", lambda: woken.append("map"), waiter="map")
+    assert not slots.take("b", lambda: woken.append("other"), waiter="other")
+    assert slots.reason == "waiting for a task slot: all 1 (engine.max_task_processes) run tasks"
+    slots.release("a")
+    slots.release("a")  # released once: a second release frees nothing and wakes no one
+    assert sorted(woken) == ["map", "other"]
+    assert slots.take("item0", lambda: woken.append("late"), waiter="map") and slots.in_use() == 1
 
 
 def test_an_item_whose_import_registers_a_type_transformer_ends_its_worker(tmp_path):

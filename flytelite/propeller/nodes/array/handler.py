@@ -41,6 +41,7 @@ from flytelite.propeller.nodes.handler import NodeExecutionContext, NodeHandler,
 from flytelite.propeller.offloading import LiteralTooLarge, offload_large_literal
 from flytelite.propeller.phases import NODE_DONE, NodeStatusPhase
 from flytelite.propeller.plugins.core import unique_key
+from flytelite.propeller.plugins.registry import PluginNotFound
 from flytelite.propeller.status import NodeStatus
 
 # TaskExecution phases as plain ints (protobuf enum wrapper lookups are slow in per-item loops).
@@ -180,6 +181,9 @@ class ArrayHandler(NodeHandler):
         for index in sorted(state.running):
             self._step(executor, irnd, view, state, index, state.running[index])
         room, shares_workflow = self._capacity(nctx, state)
+        bound = self._plugin_capacity(nctx, view)
+        if bound is not None:
+            room = min(room, bound)
         array = nctx.node.array_node
         needed = min_successes(array, state.size)
         while state.next_item < state.size and len(state.running) < room:
@@ -230,6 +234,16 @@ class ArrayHandler(NodeHandler):
             return state.size, True
         # The walk counted this node as one running node; its items replace that one.
         return max(0, rnd.max_parallelism - rnd.parallelism + 1), True
+
+    def _plugin_capacity(self, nctx: NodeExecutionContext, view: ArrayView) -> int | None:
+        """How many attempts the items' plugin runs at once (task slots of this machine): more items in flight
+        would only wait for room, each looked at in every round."""
+        assert view.task is not None, "_handle fails an array node whose task is missing"
+        try:
+            plugin = self.items.plugins.get(view.task.type, nctx.round.key)
+        except PluginNotFound:
+            return None  # each item's task handler reports it
+        return plugin.capacity()
 
     def _gather(self, nctx: NodeExecutionContext, view: ArrayView, state: ArrayState) -> literals_pb2.LiteralMap:
         blobs = nctx.blobs

@@ -107,10 +107,11 @@ class Exit:
     a worker's attempt that ended cleanly is reported with code 0 while its process lives on.
 
     `idle`: the worker waits for its next attempt, which only the server gives it (Run's `worker`) until it
-    retires it. An Exit without `idle` for a worker that was idle says it is gone."""
+    retires it. An Exit without `idle` for a worker that was idle says it is gone; its code is None when the
+    zygote retired it to make room (an attempt the server gave it meanwhile never ran)."""
 
     pid: int
-    code: int
+    code: int | None
     idle: bool = False
 
 

@@ -35,7 +35,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from pathlib import Path
 
 from flytelite.propeller.plugins import processes
@@ -121,10 +121,6 @@ def find_by_pid_file(work_dir: str) -> tuple[int, int] | None:
     except (OSError, ValueError):
         return None
     return (pid, started) if processes.is_alive(pid, started) else None
-
-
-class PoolFull(Exception):
-    """Every warm slot (engine.warm_pool_size) is taken: nothing was started; the attempt is called back."""
 
 
 class ZygoteRetired(OSError):
@@ -221,7 +217,7 @@ class ZygoteHandle:
 
     def __init__(self, interpreter: str, log_path: Path, worker_idle_seconds: float = WORKER_IDLE_SECONDS,
                  queue_seconds: float = 0.0, processors: int = 0, temp_dir: str | None = None,
-                 short_seconds: float = SHORT_ITEM_SECONDS):
+                 short_seconds: float = SHORT_ITEM_SECONDS, max_processes: int = 0):
         self.interpreter = interpreter
         self.env = task_process_env(dict(os.environ, PYTHONUNBUFFERED="1"))
         self.ready = threading.Event()
@@ -250,8 +246,17 @@ class ZygoteHandle:
         self._idle: dict[str, list[tuple[int, int | None, float]]] = {}
         self._next_id = 0
         self._lock = threading.Lock()
+        # Guards the socket's writes and `_out`, what the socket did not take yet (the reader thread writes it
+        # once there is room): no thread ever blocks writing to the zygote, which stops reading while it cannot
+        # write its news, and only the reader thread, never blocked, lets it write them.
         self._send_lock = threading.Lock()
+        self._out = bytearray()
+        # Wakes the reader thread to watch for room to write what `_out` holds.
+        self._wake_r, self._wake_w = os.pipe()
+        for fd in (self._wake_r, self._wake_w):
+            os.set_blocking(fd, False)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        ours.setblocking(False)
         self._sock = ours
         log_path.parent.mkdir(parents=True, exist_ok=True)
         # The zygote's temp folder, in `temp_dir`: importing flytekit makes two folders in it (its default
@@ -266,13 +271,15 @@ class ZygoteHandle:
             with open(log_path, "ab", buffering=0) as out:
                 self.proc = subprocess.Popen(
                     [interpreter, ZYGOTE_SCRIPT, str(theirs.fileno()), str(queue_seconds), str(processors),
-                     str(short_seconds)],
+                     str(short_seconds), str(max_processes)],
                     env=env,
                     stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),),
                     start_new_session=True, cwd=str(log_path.parent),
                 )
         except OSError:
             ours.close()
+            os.close(self._wake_r)
+            os.close(self._wake_w)
             if self.temp_dir is not None:
                 shutil.rmtree(self.temp_dir, ignore_errors=True)
             raise
@@ -351,11 +358,38 @@ class ZygoteHandle:
             return self._send(message)
 
     def _send(self, message: messages.Message) -> bool:
-        try:
-            self._sock.sendall(messages.encode(message))
-            return True
-        except OSError:
-            return False
+        """Write the message, or what the socket does not take now into `_out`, written by the reader thread
+        (under the send lock). False when the zygote is gone."""
+        data = messages.encode(message)
+        if not self._out:
+            try:
+                sent = self._sock.send(data)
+            except BlockingIOError:
+                sent = 0
+            except OSError:
+                return False
+            if sent == len(data):
+                return True
+            data = data[sent:]
+            try:
+                os.write(self._wake_w, b"w")
+            except BlockingIOError:
+                pass  # the reader has wake-ups to read already
+            except OSError:
+                return False  # the reader ended: the zygote is gone
+        self._out += data
+        return True
+
+    def _flush(self) -> None:
+        """Write what the socket takes of `_out` (the reader thread, when the socket has room)."""
+        with self._send_lock:
+            try:
+                sent = self._sock.send(self._out)
+            except BlockingIOError:
+                return
+            except OSError:
+                sent = len(self._out)  # the zygote is gone: the reader sees its end next
+            del self._out[:sent]
 
     def drain(self) -> None:
         """Take no new attempts; the zygote ends its idle workers and exits once its children have exited."""
@@ -383,20 +417,38 @@ class ZygoteHandle:
 
     # -- the reader thread ------------------------------------------------------------------
     def _read(self) -> None:
+        """Read the zygote's news, and write what the other threads could not (see _send): this thread never
+        blocks but in poll."""
         lines = messages.Lines()
         poller = select.poll()
+        poller.register(self._wake_r, select.POLLIN)
         poller.register(self._sock, select.POLLIN)
+        writing = False
         try:
             while True:
-                if not poller.poll(self._until_next_look()):
+                if bool(self._out) != writing:
+                    writing = not writing
+                    poller.modify(self._sock, select.POLLIN | (select.POLLOUT if writing else 0))
+                events = poller.poll(self._until_next_look())
+                if not events:
                     self._retire_idle()
                     self._check_answers()
                     continue
-                data = self._sock.recv(1 << 16)
-                if not data:
-                    break
-                for message in lines.feed(data):
-                    self._dispatch(message)
+                for fd, event in events:
+                    if fd == self._wake_r:
+                        _drain_pipe(self._wake_r)
+                        continue
+                    if event & select.POLLOUT:
+                        self._flush()
+                    if event & (select.POLLIN | select.POLLHUP | select.POLLERR):
+                        try:
+                            data = self._sock.recv(1 << 16)
+                        except BlockingIOError:
+                            continue
+                        if not data:
+                            return
+                        for message in lines.feed(data):
+                            self._dispatch(message)
         except OSError:
             pass
         finally:
@@ -489,7 +541,11 @@ class ZygoteHandle:
             attempts += [attempt for attempt, _ in self._pending.values()]
             self._pending, self._idle, self._groups = {}, {}, {}
             self._held.clear()
-        self._sock.close()
+        with self._send_lock:
+            self._sock.close()
+            self._out.clear()
+            os.close(self._wake_w)
+        os.close(self._wake_r)
         self.ready.set()
         self.proc.wait()
         if self.temp_dir is not None and not attempts:
@@ -502,8 +558,8 @@ class WarmPool:
     """Zygotes by interpreter, started on first use (or by prestart) and again after they die."""
 
     def __init__(self, logs_dir: Path, ready_seconds: float = 60.0, worker_idle_seconds: float = WORKER_IDLE_SECONDS,
-                 size: int = 0, queue_seconds: float = 0.0, processors: int = 0, temp_dir: str | None = None,
-                 short_seconds: float = SHORT_ITEM_SECONDS):
+                 queue_seconds: float = 0.0, processors: int = 0, temp_dir: str | None = None,
+                 short_seconds: float = SHORT_ITEM_SECONDS, max_processes: int = 0):
         self.logs_dir = logs_dir
         # Where each zygote gets a temp folder of its own (None: the system's temp folder, never cleaned).
         self.temp_dir = temp_dir
@@ -515,10 +571,8 @@ class WarmPool:
         self.queue_seconds = queue_seconds
         self.processors = processors
         self.short_seconds = short_seconds
-        # At most this many attempts run warm at once (0: no limit); those that find no slot wait for one.
-        self.size = size
-        self._running = 0
-        self._waiting: dict[Hashable, Callable[[], None]] = {}
+        # How many processes a zygote's attempts and idle workers may be at once (0: no limit; see zygote.py).
+        self.max_processes = max_processes
         self._zygotes: dict[str, ZygoteHandle] = {}
         # Retired zygotes still running attempts (stopped with the pool).
         self._draining: list[ZygoteHandle] = []
@@ -534,15 +588,12 @@ class WarmPool:
         self._zygote(interpreter)
 
     def launch(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str, tmp: str,
-               group: str | None = None, on_room: Callable[[], None] | None = None,
-               waiter: Hashable = None) -> WarmAttempt | None:
+               group: str | None = None) -> WarmAttempt | None:
         """Send the attempt to its interpreter's zygote (see ZygoteHandle.run); None when it must run cold
         (nothing started).
 
         Attempts of one group (by default: worker_group's, the tasks of one code version or the items of its
-        map tasks) may run one after another in a worker. `tmp` is its temp folder.
-        Raises PoolFull (nothing started) when all `size` slots are taken; `on_room` is called once one frees,
-        once for all attempts waiting with the same `waiter` (a map's items: one wake-up of their execution)."""
+        map tasks) may run one after another in a worker. `tmp` is its temp folder."""
         command = pyflyte_command(argv)
         if command is None or env.get(RUNTIME_PACKAGES_ENV):
             return None
@@ -550,19 +601,10 @@ class WarmPool:
             zygote = self._current(argv[0])
             if zygote is None or not zygote.accepts(env):
                 return None
-            with self._lock:
-                if self._full(on_room, waiter):
-                    raise PoolFull(self._full_reason())
-                self._running += 1
             try:
                 attempt = zygote.run(command, env, cwd, log_path, tmp, group or worker_group(command))
             except ZygoteRetired:
-                self._release()
                 continue
-            except BaseException:
-                self._release()
-                raise
-            attempt.on_exit(self._release)
             with self._lock:
                 self.forks += 1
             attempt.on_start(self._count_start)
@@ -573,26 +615,6 @@ class WarmPool:
         if attempt.reused:
             with self._lock:
                 self.reused += 1
-
-    def wait_for_room(self, on_room: Callable[[], None], waiter: Hashable = None) -> str | None:
-        """When every slot is taken: why the attempt waits (what PoolFull says), and `on_room` is called once
-        one frees; None when there is room. Nothing is started: an attempt that found the pool full before
-        asks this first, for a retry that costs nothing of what launch() does until a slot frees."""
-        with self._lock:
-            if not self._full(on_room, waiter):
-                return None
-        return self._full_reason()
-
-    def _full(self, on_room: Callable[[], None] | None, waiter: Hashable) -> bool:
-        """Whether every slot is taken, `on_room` then kept for the next release (the caller holds the lock)."""
-        if not self.size or self._running < self.size:
-            return False
-        if on_room is not None:
-            self._waiting.setdefault(on_room if waiter is None else waiter, on_room)
-        return True
-
-    def _full_reason(self) -> str:
-        return f"waiting for a warm worker: all {self.size} (engine.warm_pool_size) run tasks"
 
     def _current(self, interpreter: str) -> ZygoteHandle | None:
         """The interpreter's ready zygote, started again if its environment changed; None: run cold."""
@@ -611,14 +633,6 @@ class WarmPool:
                      "this one exits after those it runs", changed, interpreter, zygote.proc.pid)
             self._retire(zygote)
         return None  # changing again as fast as zygotes start: this attempt runs cold
-
-    def _release(self) -> None:
-        """A slot is free: every waiter is woken and tries again (one gets it, the others wait anew)."""
-        with self._lock:
-            self._running -= 1
-            waiting, self._waiting = self._waiting, {}
-        for on_room in waiting.values():
-            on_room()
 
     def zygote_pid(self, interpreter: str) -> int | None:
         with self._lock:
@@ -650,7 +664,7 @@ class WarmPool:
             try:
                 zygote = ZygoteHandle(interpreter, self.logs_dir / "zygotes" / f"{_safe(interpreter)}.log",
                                       self.worker_idle_seconds, self.queue_seconds, self.processors, self.temp_dir,
-                                      self.short_seconds)
+                                      self.short_seconds, self.max_processes)
             except OSError as e:
                 log.warning("could not start a zygote for %s (%s): its tasks run cold", interpreter, e)
                 self._broken[interpreter] = time.monotonic() + RETRY_BROKEN_SECONDS
@@ -673,6 +687,14 @@ class WarmPool:
                 del self._zygotes[zygote.interpreter]
             self._draining = [z for z in self._draining if z.alive and z is not zygote] + [zygote]
         zygote.drain()
+
+
+def _drain_pipe(fd: int) -> None:
+    try:
+        while os.read(fd, 4096):
+            pass
+    except BlockingIOError:
+        pass
 
 
 def _safe(name: str) -> str:

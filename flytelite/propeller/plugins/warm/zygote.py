@@ -1,7 +1,7 @@
 """The zygote: a pre-imported, thread-free Python process that forks the processes task attempts run in.
 
 Run as a script by a task environment's interpreter
-(`python zygote.py <fd> <queue seconds> <processors> <short seconds>`),
+(`python zygote.py <fd> <queue seconds> <processors> <short seconds> <max processes>`),
 so it needs only the standard library and flytekit, never flytelite. It imports
 `flytekit.bin.entrypoint` once and forks one child per attempt (child.py says what a child does).
 Requests with the same "group" (the tasks of one code version; the items of its map tasks) are served by
@@ -22,6 +22,9 @@ waiting for it get processes of their own then, as do those still waiting at the
 attempt has not started: the server, which does not wait for it, hears where it runs (Started) once it
 does; a zygote that exits (the server is gone) drops what waits, which a restarted server starts again, and
 a Kill drops it (answered by a Failed with the signal).
+With <max processes> above 0 (the server's task slots), the zygote never has more children than that: a
+request that needs a process while there are as many waits, and an idle worker offered to the server is
+retired to make room (reported by an Exit whose code is None: a Run for it that crossed that Exit never ran).
 The zygote must never start threads, open gRPC channels, do flytekit I/O or import user
 code: all of that would be shared by (or broken in) every child.
 
@@ -117,13 +120,20 @@ class Worker:
 
 class Zygote:
     def __init__(self, sock: socket.socket, queue_seconds: float = 0.0, processors: int = 0,
-                 short_seconds: float = 0.1):
+                 short_seconds: float = 0.1, max_children: int = 0):
         self.sock = sock
+        # At most this many unreaped children (0: no limit).
+        self.max_children = max_children
+        # What the control socket did not take yet, written when it has room: the zygote never blocks writing
+        # its news, so it always reads the server's requests (a server thread may be blocked writing them).
+        sock.setblocking(False)
+        self.out = bytearray()
         self.queue_seconds = queue_seconds
         # A worker counts as busy for the queue while its item (or its offer to the server) is younger than this.
         self.short_seconds = short_seconds
         self.processors = processors or len(os.sched_getaffinity(0))
-        # Requests waiting for a busy worker of their group, in arrival order: (deadline, request).
+        # Requests waiting for a busy worker of their group, or for room (max_children), in arrival order:
+        # (deadline, request).
         self.queue: list[tuple[float, messages.Run]] = []
         self.lines = messages.Lines()
         # Unreaped children: pid -> the request id running in it (None: an idle or retired worker).
@@ -142,7 +152,27 @@ class Zygote:
         self.selector.register(self.wake_r, selectors.EVENT_READ, "sigchld")
 
     def send(self, message: messages.Message) -> None:
-        self.sock.sendall(messages.encode(message))
+        data = messages.encode(message)
+        if not self.out:
+            try:
+                sent = self.sock.send(data)
+            except BlockingIOError:
+                sent = 0
+            if sent == len(data):
+                return
+            data = data[sent:]
+            self.selector.modify(self.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, "control")
+        self.out += data
+
+    def flush(self) -> None:
+        """Write what the control socket takes of what waits to be written."""
+        try:
+            sent = self.sock.send(self.out)
+        except BlockingIOError:
+            return
+        del self.out[:sent]
+        if not self.out:
+            self.selector.modify(self.sock, selectors.EVENT_READ, "control")
 
     def serve(self) -> None:
         import flytekit
@@ -150,7 +180,7 @@ class Zygote:
         self.send(messages.Ready(pid=os.getpid(), flytekit=flytekit.__version__, flytekit_file=flytekit.__file__,
                                  python=sys.version, threads=_native_threads(), site_dirs=SITE_DIRS))
         while not (self.draining and not self.running):
-            for key, _ in self.selector.select(self.timeout()):
+            for key, mask in self.selector.select(self.timeout()):
                 if key.data == "sigchld":
                     try:
                         os.read(self.wake_r, 4096)
@@ -158,14 +188,22 @@ class Zygote:
                         pass
                     self.reap()
                 elif key.data == "control":
-                    if not self.read_requests():
+                    if mask & selectors.EVENT_WRITE:
+                        self.flush()
+                    if mask & selectors.EVENT_READ and not self.read_requests():
                         return
                 else:
                     self.read_worker(key.data)
             self.serve_queue()
+        # Drained: the last exits are written before the zygote exits (the server's reader always reads).
+        self.sock.setblocking(True)
+        self.sock.sendall(self.out)
 
     def read_requests(self) -> bool:
-        data = self.sock.recv(1 << 20)
+        try:
+            data = self.sock.recv(1 << 20)
+        except BlockingIOError:
+            return True
         if not data:
             return False  # the server is gone
         for line in self.lines.split(data):
@@ -178,7 +216,7 @@ class Zygote:
                     self.withdraw(worker)
             elif isinstance(request, messages.Drain):
                 self.draining = True
-                self.serve_queue(everything=True)  # accepted before the drain: they run, as they would have
+                self.serve_queue()  # accepted before the drain: they run, as they would have
                 for worker in list(self.workers.values()):
                     if self.idle(worker):
                         self.withdraw(worker)
@@ -206,10 +244,25 @@ class Zygote:
         group = request.group
         if request.worker is not None:
             self.run_in_worker(request, request.worker, line)
-        elif group and self.queue_seconds > 0 and self.busy_workers(group, time.monotonic()) >= self.processors:
-            self.queue.append((time.monotonic() + self.queue_seconds, request))
+        elif (group and self.queue_seconds > 0 and self.busy_workers(group, time.monotonic()) >= self.processors
+              or self.full()):
+            self.queue.append((time.monotonic() + self.queue_seconds, request))  # served by serve_queue
         else:
             self.fork(request, group)
+
+    def full(self) -> bool:
+        """As many children as max_children: a request that needs a process waits (retiring ones count)."""
+        return bool(self.max_children) and len(self.running) >= self.max_children
+
+    def make_room(self, waiting: int) -> None:
+        """Retire the workers offered to the server that were idle longest, one per request waiting for room
+        beyond the children already ending. Their Exit says so at once: the server gives them nothing more."""
+        ending = sum(1 for pid in self.running if pid in self.workers and self.workers[pid].sock is None)
+        offered = sorted((w for w in self.workers.values() if w.offered and w.sock is not None),
+                         key=lambda w: w.since)
+        for worker in offered[:max(0, waiting - ending)]:
+            self.withdraw(worker)
+            self.send(messages.Exit(pid=worker.pid, code=None))
 
     def run_in_worker(self, request: messages.Run, pid: int, line: bytes) -> None:
         """The server chose an idle worker we offered; it counts the attempt as started there. The request goes
@@ -250,24 +303,31 @@ class Zygote:
                 return request
         return None
 
-    def serve_queue(self, everything: bool = False) -> None:
-        """Requests that waited their time (or all of them), and those whose group has fewer busy workers than
-        processors by now (its items ran long, or its workers ended), get processes of their own."""
+    def serve_queue(self) -> None:
+        """Requests that waited their time (all of them once draining), and those whose group has fewer busy
+        workers than processors by now (its items ran long, or its workers ended), get processes of their own
+        while there is room (max_children); those left without room make some."""
         if not self.queue:
             return
         now = time.monotonic()
         busy: dict[str | None, int] = {}
         waiting = []
+        without_room = 0
         for deadline, request in self.queue:
             group = request.group
             if group not in busy:
                 busy[group] = self.busy_workers(group, now)
-            if everything or deadline <= now or busy[group] < self.processors:
+            if not (self.draining or deadline <= now or busy[group] < self.processors):
+                waiting.append((deadline, request))
+            elif self.full():
+                waiting.append((deadline, request))
+                without_room += 1
+            else:
                 self.fork(request, group)
                 busy[group] += 1
-            else:
-                waiting.append((deadline, request))
         self.queue = waiting
+        if without_room:
+            self.make_room(without_room)
 
     def hand_over(self, worker: Worker, request: messages.Run) -> None:
         """Give a request that waited for its group's busy worker to that worker, just done with its item."""
@@ -276,7 +336,7 @@ class Zygote:
             worker.sock.sendall(messages.encode(request))
         except OSError:
             self.retire(worker)  # it is ending: the item gets a process of its own
-            self.fork(request, worker.group)
+            self.queue.insert(0, (time.monotonic(), request))
             return
         self.running[worker.pid], worker.since = request.id, time.monotonic()
         self.send(messages.Started(id=request.id, pid=worker.pid, start_time=worker.start_time, reused=True))
@@ -368,8 +428,9 @@ class Zygote:
 
     def timeout(self) -> float | None:
         """Until the oldest waiting request's deadline, or until a busy worker of a waiting request's group
-        stops counting as busy (None: none waits)."""
-        if not self.queue:
+        stops counting as busy (None: none waits, or they wait for room, which a child's exit or a worker's
+        Done makes)."""
+        if not self.queue or self.full():
             return None
         now = time.monotonic()
         groups = {request.group for _, request in self.queue}
@@ -442,7 +503,8 @@ def _warm_caches() -> None:
 
 def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
-    zygote = Zygote(sock, float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
+    zygote = Zygote(sock, float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]),
+                    int(sys.argv[5]) if len(sys.argv) > 5 else 0)
     _warm_caches()
     # What children inherit from the zygote should not be scanned or copied by each child's collector.
     gc.collect()
