@@ -38,7 +38,7 @@ from flytelite.scheduler.launcher import admin_launcher
 from flytelite.scheduler.scheduler import Scheduler
 from flytelite.server.collector import GC, Collector
 from flytelite.server.leadership import SCHEDULER, Leadership
-from flytelite.server.mux import PortMux
+from flytelite.server.mux import PortMux, TlsPortMux, port_mux
 from flytelite.server.replicas import ReplicaRegistry
 from flytelite.server.wakeups import Listener, publisher
 from flytelite.storage import BlobStore
@@ -88,7 +88,7 @@ class FlyteliteServer:
         self.scheduler: Scheduler | None = None
         self.collector: Collector | None = None
         self.notifications: NotificationProcessor | None = None
-        self._mux: PortMux | None = None
+        self._mux: PortMux | TlsPortMux | None = None
         self._grpc: grpc.Server | None = None
         self._http: QuietHttpServer | None = None
         self._listener: Listener | None = None
@@ -147,7 +147,7 @@ class FlyteliteServer:
         # The public port first: signed URLs and log links need the address clients use, and the internal
         # listeners below, on ports the system picks, can then not be given it (one was, when a test had just
         # let the port go: the mux then spliced connections to itself until the process ran out of files).
-        self._mux = PortMux(cfg.host, cfg.port, tls=_tls_context(cfg))
+        self._mux = port_mux(cfg.host, cfg.port, tls=_tls_context(cfg))
         self.port = await self._mux.listen()
         # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP. Without it a
         # keep-alive response's body waits ~40 ms behind its headers (Nagle against a delayed ACK).
