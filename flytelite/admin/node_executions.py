@@ -14,9 +14,10 @@ from sqlalchemy import Select, select
 from flytelite.admin.exec_data import ExecutionData, node_flyte_urls
 from flytelite.admin.executions import TRIMMED_ERROR_LENGTH, utc_time
 from flytelite.admin.filters import Field, apply_filters, apply_sort, enum_value, number, page
+from flytelite.admin.read_cache import ReadCache, kept_when_finished
 from flytelite.context import Context
 from flytelite.errors import InvalidArgument
-from flytelite.idl.phases import NodePhase
+from flytelite.idl.phases import NODE_TERMINAL, NodePhase
 from flytelite.store import executions as repo
 from flytelite.store.models import NodeExecution
 
@@ -54,6 +55,7 @@ def node_execution_to_proto(row: NodeExecution, trim_error: bool = False) -> nod
 class NodeExecutionsApi:
     ctx: Context
     data: ExecutionData
+    reads: ReadCache
 
     def ListNodeExecutions(self, request: node_execution_pb2.NodeExecutionListRequest, context=None):
         ex = request.workflow_execution_id
@@ -85,6 +87,7 @@ class NodeExecutionsApi:
         with self.ctx.db.session() as session:
             return node_execution_to_proto(repo.get_node_execution(session, request.id))
 
+    @kept_when_finished
     def GetNodeExecutionData(self, request: node_execution_pb2.NodeExecutionGetDataRequest, context=None):
         with self.ctx.db.session() as session:
             row = repo.get_node_execution(session, request.id)
@@ -101,7 +104,7 @@ class NodeExecutionsApi:
             response.dynamic_workflow.id.CopyFrom(compiled.primary.template.id)
             response.dynamic_workflow.compiled_workflow.CopyFrom(compiled)
             response.dynamic_workflow.dynamic_job_spec_uri = closure.dynamic_job_spec_uri
-        return response
+        return response, row.phase in NODE_TERMINAL
 
     def _list(self, session, query: Select, request) -> node_execution_pb2.NodeExecutionList:
         query = apply_filters(query, request.filters, NODE_EXECUTION_FIELDS)

@@ -14,11 +14,15 @@ from flytelite.admin.launch_plans import LaunchPlansApi
 from flytelite.admin.named_entities import NamedEntitiesApi
 from flytelite.admin.node_executions import NodeExecutionsApi
 from flytelite.admin.projects import ProjectsApi
+from flytelite.admin.read_cache import ReadCache
 from flytelite.admin.task_executions import TaskExecutionsApi
 from flytelite.admin.tasks import TasksApi
 from flytelite.admin.version import VersionApi
 from flytelite.admin.workflows import WorkflowsApi
 from flytelite.context import Context
+
+# How long an answer about a finished node or task execution is given again (see read_cache.py).
+READ_CACHE_SECONDS = 30.0
 
 
 class AdminService(
@@ -36,6 +40,8 @@ class AdminService(
     def __init__(self, ctx: Context):
         self.ctx = ctx
         self.data = ExecutionData(ctx)
+        # Kept for less than half a signed link's life: an answer's links stay valid for as long again.
+        self.reads = ReadCache(seconds=min(READ_CACHE_SECONDS, ctx.config.remote_data.signed_url_seconds / 2))
 
 
 fill_unimplemented(AdminService, admin_pb2_grpc.AdminServiceServicer)

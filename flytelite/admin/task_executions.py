@@ -12,9 +12,10 @@ from flytelite.admin.exec_data import ExecutionData, task_flyte_urls
 from flytelite.admin.executions import utc_time
 from flytelite.admin.filters import Field, apply_filters, enum_value, integer, number, page
 from flytelite.admin.node_executions import ordered
+from flytelite.admin.read_cache import ReadCache, kept_when_finished
 from flytelite.context import Context
 from flytelite.errors import InvalidArgument
-from flytelite.idl.phases import TaskPhase
+from flytelite.idl.phases import NODE_TERMINAL, TASK_TERMINAL, TaskPhase
 from flytelite.store import executions as repo
 from flytelite.store.models import NodeExecution, TaskExecution
 
@@ -44,7 +45,9 @@ def task_execution_to_proto(row: TaskExecution, node: NodeExecution | None) -> t
 class TaskExecutionsApi:
     ctx: Context
     data: ExecutionData
+    reads: ReadCache
 
+    @kept_when_finished
     def ListTaskExecutions(self, request: task_execution_pb2.TaskExecutionListRequest, context=None):
         node_id = request.node_execution_id
         ex = node_id.execution_id
@@ -61,14 +64,17 @@ class TaskExecutionsApi:
             node = repo.find_node_execution(session, ex, node_id.node_id)
             rows, token = page(session, query, request.limit, request.token)
             attempts = [task_execution_to_proto(r, node) for r in rows]
-        return task_execution_pb2.TaskExecutionList(task_executions=attempts, token=token)
+        finished = node is not None and node.phase in NODE_TERMINAL and all(r.phase in TASK_TERMINAL for r in rows)
+        return task_execution_pb2.TaskExecutionList(task_executions=attempts, token=token), finished
 
+    @kept_when_finished
     def GetTaskExecution(self, request: task_execution_pb2.TaskExecutionGetRequest, context=None):
         with self.ctx.db.session() as session:
             row = repo.get_task_execution(session, request.id)
             node = repo.find_node_execution(session, request.id.node_execution_id.execution_id, row.node_id)
-            return task_execution_to_proto(row, node)
+            return task_execution_to_proto(row, node), row.phase in TASK_TERMINAL
 
+    @kept_when_finished
     def GetTaskExecutionData(self, request: task_execution_pb2.TaskExecutionGetDataRequest, context=None):
         with self.ctx.db.session() as session:
             row = repo.get_task_execution(session, request.id)
@@ -79,4 +85,4 @@ class TaskExecutionsApi:
         return task_execution_pb2.TaskExecutionGetDataResponse(
             inputs=inputs, outputs=outputs, full_inputs=full_inputs, full_outputs=full_outputs,
             flyte_urls=task_flyte_urls(request.id),
-        )
+        ), row.phase in TASK_TERMINAL
