@@ -36,17 +36,22 @@ from pathlib import Path
 
 from flyteidl.core import catalog_pb2, identifier_pb2, literals_pb2
 
-from benchmarks.common import TMPFS_BASELINE, Row, baseline, integer, integers, on_tmpfs, timed
+from benchmarks.common import TMPFS_BASELINE, D, P, Row, baseline, integer, integers, on_tmpfs, timed
 from benchmarks.peers import PeerResult
 from benchmarks.server_client import BenchServer, execution_seconds, local_pyflyte_run, seconds
 from benchmarks.venvs import Unavailable, ensure_venv
+from benchmarks.watchers import ProcessSampler, Watcher
 from benchmarks.workflows import real_wfs
+from flytelite.propeller.plugins.slots import machine_slots
 
 WARM_OFF = "engine:\n  warm_workers: false\n"
 QUEUE_OFF = "  warm_queue_seconds: 0\n"  # a line of the engine section
 MAP_ITEMS = 1000
 COLD_MAP_ITEMS = 100
 BIG_MAP_ITEMS = 10_000
+# How often the watched chain's client polls (FlyteRemote.wait with sync_nodes, as `pyflyte run --wait`, whose
+# --poll-interval is at least 1 s: faster here, so that every run is polled many times).
+WATCH_SECONDS = 0.1
 
 
 @dataclass
@@ -57,6 +62,15 @@ class Measured:
     attempts: list[float] = field(default_factory=list)
     map: list[float] = field(default_factory=list)
     big_map: list[float] = field(default_factory=list)
+    # The chain while a client polls it as `pyflyte run --wait` does, and how many polls each run got.
+    watched: list[float] = field(default_factory=list)
+    watch_polls: list[float] = field(default_factory=list)
+    # The map (and the big one) with unbounded concurrency, and the most task processes (the zygote's and
+    # its workers') and their PSS seen at once during those runs.
+    unbounded_map: list[float] = field(default_factory=list)
+    unbounded_big_map: list[float] = field(default_factory=list)
+    peak_processes: list[float] = field(default_factory=list)
+    peak_mib: list[float] = field(default_factory=list)
     latency: list[float] = field(default_factory=list)
     hit: list[float] = field(default_factory=list)
     miss: list[float] = field(default_factory=list)
@@ -79,10 +93,12 @@ class Measured:
 
 def measure(folder: Path, config: str, runs: int, map_items: int, map_runs: int, latency_runs: int = 0,
             cache_runs: int = 0, chain_and_map_only: bool = False, client: Path | None = None,
-            hello_from_own_venv: bool = False, big_map_items: int = 0) -> Measured:
+            hello_from_own_venv: bool = False, big_map_items: int = 0, watched: bool = False,
+            unbounded: bool = False) -> Measured:
     """The rows' measurements on one server; `client` is the bin folder of the venv hello world's pyflyte
     runs from (see real_rows), else flytelite's venv, from which `hello_from_own_venv` runs it again;
-    `big_map_items` (if not 0) runs the map once more with that many items."""
+    `big_map_items` (if not 0) runs the map once more with that many items; `watched` runs the chain again
+    polled by a client; `unbounded` runs the maps again with unbounded concurrency."""
     m = Measured()
     with BenchServer(folder, config) as server:
         # The chain: pyflyte registers and runs it; further runs reuse its launch plan.
@@ -95,6 +111,8 @@ def measure(folder: Path, config: str, runs: int, map_items: int, map_runs: int,
             m.chain.append(execution_seconds(execution))
             m.attempts += [seconds(t.closure.duration) for node in server.nodes(execution.id.name)
                            for t in server.task_attempts(node)]
+        if watched:
+            m.watched, m.watch_polls = _watched(server, lp, runs)
         name = server.pyflyte_run("real_wfs.py", "real_map", "--xs", str(list(range(map_items))))
         execution = server.wait(name, poll=0.1)
         lp = execution.spec.launch_plan
@@ -105,6 +123,8 @@ def measure(folder: Path, config: str, runs: int, map_items: int, map_runs: int,
         if big_map_items:
             big = integers(list(range(big_map_items)))
             m.big_map.append(execution_seconds(server.wait(server.create(lp, {"xs": big}), poll=0.2)))
+        if unbounded:
+            _unbounded(server, m, map_items, map_runs, big_map_items)
         if chain_and_map_only:
             return m
         m.hello, m.hello_local, lp = _hello(server, client, folder / "local")
@@ -114,6 +134,39 @@ def measure(folder: Path, config: str, runs: int, map_items: int, map_runs: int,
         m.miss, m.hit = _cache_hits(server, cache_runs)
         m.idle_cpu, m.idle_wakeups, m.idle_rss = _idle(server)
     return m
+
+
+def _watched(server: BenchServer, lp: identifier_pb2.Identifier, runs: int) -> tuple[list[float], list[float]]:
+    """The chain `runs` times, each polled by a Watcher from its creation until it is done."""
+    times, polls = [], []
+    for _ in range(runs):
+        name = server.create(lp, {"x": integer(0)})
+        watcher = Watcher(server.server.config_path, name, WATCH_SECONDS, P, D)
+        watcher.start()
+        execution = server.wait(name, poll=0.05)
+        watcher.join()
+        if watcher.error is not None:
+            raise RuntimeError(f"the client watching {name} failed: {watcher.error!r}")
+        times.append(execution_seconds(execution))
+        polls.append(watcher.polls)
+    return times, polls
+
+
+def _unbounded(server: BenchServer, m: Measured, items: int, runs: int, big_items: int) -> None:
+    """The map with unbounded concurrency: registered and run by pyflyte, run again `runs` - 1 times, then once
+    with `big_items`; the most task processes and memory seen at once over all of them."""
+    with ProcessSampler(server.server.home) as sampler:
+        name = server.pyflyte_run("real_wfs.py", "real_map_unbounded", "--xs", str(list(range(items))))
+        execution = server.wait(name, poll=0.1)
+        lp = execution.spec.launch_plan
+        m.unbounded_map.append(execution_seconds(execution))
+        for _ in range(runs - 1):
+            execution = server.wait(server.create(lp, {"xs": integers(list(range(items)))}), poll=0.1)
+            m.unbounded_map.append(execution_seconds(execution))
+        if big_items:
+            big = integers(list(range(big_items)))
+            m.unbounded_big_map.append(execution_seconds(server.wait(server.create(lp, {"xs": big}), poll=0.2)))
+    m.peak_processes, m.peak_mib = [sampler.peak_processes], [sampler.peak_mib]
 
 
 def map_floor_seconds(items: int) -> float:
@@ -217,17 +270,22 @@ def _client() -> tuple[Path | None, str]:
         return None, f"both runs from flytelite's venv (a venv of flytekit {version} alone: {e})"
 
 
+def times(values: list[float], base: list[float]) -> str:
+    return f"{statistics.median(values) / statistics.median(base):.2f}x"
+
+
 def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult] = ()) -> list[Row]:
     """The real-task rows; `peers` (measured earlier in the run) add their chain and fan-out as baselines."""
     client, client_note = _client()
     warm = measure(root / "warm", "", runs=runs, map_items=MAP_ITEMS, map_runs=runs, latency_runs=10,
                    cache_runs=5, client=client, hello_from_own_venv=client is not None,
-                   big_map_items=BIG_MAP_ITEMS)
+                   big_map_items=BIG_MAP_ITEMS, watched=True, unbounded=True)
     cold = measure(root / "cold", WARM_OFF, runs=1, map_items=COLD_MAP_ITEMS, map_runs=1, latency_runs=3,
                    cache_runs=1, client=client)
     local_chain = [timed(lambda: real_wfs.real_chain(x=0)) for _ in range(local_runs)]
     local_map = [timed(lambda: real_wfs.real_map(xs=list(range(MAP_ITEMS)))) for _ in range(local_runs)]
     floor = [map_floor_seconds(MAP_ITEMS) for _ in range(local_runs)]
+    big_floor = [map_floor_seconds(BIG_MAP_ITEMS)]
     # The chain and the map again, the server's home (blobs, attempts' folders and temp folders) on tmpfs.
     shm = on_tmpfs(lambda tmp: measure(tmp, "", runs=runs, map_items=MAP_ITEMS, map_runs=runs,
                                        chain_and_map_only=True))
@@ -254,6 +312,9 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
     map_variants = [baseline(label, m.map, "s") for label, m in variants if m is not None]
 
     attempt, cold_attempt = statistics.median(warm.attempts), statistics.median(cold.attempts)
+    slots_note = (f"at most {warm.peak_processes[0]} processes (zygote and workers) and {warm.peak_mib[0]:,.0f} MiB "
+                  f"(their PSS) at once over these runs and the {BIG_MAP_ITEMS:,}-item one; {machine_slots()} task "
+                  "slots (engine.max_task_processes from the machine)")
     cold_map_note = f"{COLD_MAP_ITEMS} items, not {MAP_ITEMS:,}: cold processes take ~1.6 s each"
 
     def ratio(remote: list[float], local: list[float]) -> str:
@@ -283,9 +344,31 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
                        baseline("warm workers off", cold.map, "s", cold_map_note),
                        *tmpfs_baseline(lambda m: m.map, "s"), *map_variants,
                        *[baseline(p.peer.title, p.fan_out, "s") for p in peers if not p.error]]).check("<", 2.0),
+        Row(f"real tasks: {MAP_ITEMS:,}-item map_task, unbounded concurrency (concurrency=0)", warm.unbounded_map,
+            "s", goal="<= 1.2x the default concurrency",
+            note=f"{times(warm.unbounded_map, warm.map)} the default; {slots_note}",
+            baselines=[baseline("default concurrency", warm.map, "s"),
+                       baseline("flytekit's pyflyte-map-execute alone, no server", floor, "s",
+                                f"the default is {times(warm.map, floor)} it")]
+            ).check("<=", 1.2 * statistics.median(warm.map)),
         Row(f"real tasks: {BIG_MAP_ITEMS:,}-item map_task", warm.big_map, "s", goal="< 15 s",
-            note="one run, on the warm server of the rows above; 25 items at once (Flyte's default max parallelism)"
+            note="one run, on the warm server of the rows above; 25 items at once (Flyte's default max parallelism); "
+                 f"{times(warm.big_map, big_floor)} flytekit's floor",
+            baselines=[baseline("flytekit's pyflyte-map-execute alone, no server", big_floor, "s")]
             ).check("<", 15.0),
+        Row(f"real tasks: {BIG_MAP_ITEMS:,}-item map_task, unbounded concurrency", warm.unbounded_big_map, "s",
+            goal="<= 1.2x the default concurrency",
+            note=f"one run; {times(warm.unbounded_big_map, warm.big_map)} the default, "
+                 f"{times(warm.unbounded_big_map, big_floor)} flytekit's floor",
+            baselines=[baseline("default concurrency", warm.big_map, "s")]
+            ).check("<=", 1.2 * statistics.median(warm.big_map)),
+        Row(f"real tasks: {real_wfs.CHAIN}-task chain watched by a client polling it as `pyflyte run --wait` does",
+            warm.watched, "s", goal="<= 1.1x unwatched",
+            note=f"FlyteRemote.wait(sync_nodes=True) every {WATCH_SECONDS} s, {statistics.median(warm.watch_polls):.0f} "
+                 f"polls per run; {times(warm.watched, warm.chain)} unwatched",
+            baselines=[baseline("unwatched", warm.chain, "s"),
+                       *[baseline(p.peer.title, p.chain, "s") for p in peers if not p.error]]
+            ).check("<=", 1.1 * statistics.median(warm.chain)),
         Row("acceptance latency: CreateExecution to first node RUNNING", warm.latency, "ms", goal="< 50 ms",
             baselines=[baseline("warm workers off", cold.latency, "ms")]).check("<", 0.050),
         Row("hello world: `pyflyte run --remote` (registration included) to SUCCEEDED", warm.hello, "s",

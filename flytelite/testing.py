@@ -235,3 +235,19 @@ class S3TestServer:
         """The `storage` section of a flytekit config that reaches this server, as a Flyte sandbox's does."""
         return (f"storage:\n  connection:\n    endpoint: {self.endpoint}\n    access-key: {self.access_key_id}\n"
                 f"    secret-key: {self.secret_access_key}\n")
+
+
+def processes_in(folder: Path) -> list[int]:
+    """The processes whose working folder is in `folder` (deleted folders too): a server's task processes and
+    zygotes, by its home."""
+    prefix = f"{folder}/"
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                cwd = os.readlink(f"/proc/{entry.name}/cwd")
+            except OSError:
+                continue  # gone meanwhile
+            if cwd.startswith(prefix):
+                found.append(int(entry.name))
+    return found

@@ -24,3 +24,9 @@ def real_chain(x: int = 0) -> int:
 def real_map(xs: list[int]) -> list[int]:
     """One map task over the workflow's list."""
     return map_task(real_step)(x=xs)
+
+
+@workflow
+def real_map_unbounded(xs: list[int]) -> list[int]:
+    """The same map with unbounded concurrency (flytekit: 0 means unbounded)."""
+    return map_task(real_step, concurrency=0)(x=xs)

@@ -16,26 +16,12 @@ from pathlib import Path
 import pytest
 from flytekit.models.core.execution import WorkflowExecutionPhase
 
-from flytelite.testing import make_server
+from flytelite.testing import make_server, processes_in
 from tests.e2e.flyte_cli import copy_workflows, remote_for, run_remote, wait_for
 
 pytestmark = pytest.mark.e2e
 ITEMS = 1000
 SLOTS = 6
-
-
-def _processes_in(folder: Path) -> set[int]:
-    """The processes whose working folder is in `folder` (deleted folders too)."""
-    found = set()
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                cwd = os.readlink(f"/proc/{entry.name}/cwd")
-            except OSError:
-                continue  # gone meanwhile
-            if cwd.startswith(f"{folder}/"):
-                found.add(int(entry.name))
-    return found
 
 
 class Counter(threading.Thread):
@@ -48,7 +34,7 @@ class Counter(threading.Thread):
 
     def run(self) -> None:
         while not self.stopped.is_set():
-            self.peak = max(self.peak, len(_processes_in(self.work)))
+            self.peak = max(self.peak, len(processes_in(self.work)))
             self.samples += 1
 
 
@@ -79,11 +65,11 @@ def test_a_sigterm_in_the_middle_of_an_unbounded_map_stops_the_server_and_leaves
     name = run_remote(server, folder, "unbounded_map.py", "unbounded_map_wf", "--n", str(ITEMS))
     logs = server.home / "logs" / f"flytesnacks-development-{name}"
     wait_for(lambda: logs.is_dir() and len(os.listdir(logs)) >= ITEMS // 10, "a tenth of the items started", 300)
-    assert _processes_in(server.home), "the map's processes run"
+    assert processes_in(server.home), "the map's processes run"
     proc = server.proc
     assert proc is not None
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(120) == 0, server.log_text()[-5000:]
     server.proc = None
     # Its zygote and idle workers end with it; the items running then end after their item.
-    wait_for(lambda: not _processes_in(server.home), "every process of the server to end", 120)
+    wait_for(lambda: not processes_in(server.home), "every process of the server to end", 120)
