@@ -66,7 +66,7 @@ class Measured:
     watched: list[float] = field(default_factory=list)
     watch_polls: list[float] = field(default_factory=list)
     # The map (and the big one) with unbounded concurrency, and the most task processes (the zygote's and
-    # its workers') and their PSS seen at once during those runs.
+    # its workers') and their PSS seen at once during the maps' runs.
     unbounded_map: list[float] = field(default_factory=list)
     unbounded_big_map: list[float] = field(default_factory=list)
     peak_processes: list[float] = field(default_factory=list)
@@ -113,18 +113,9 @@ def measure(folder: Path, config: str, runs: int, map_items: int, map_runs: int,
                            for t in server.task_attempts(node)]
         if watched:
             m.watched, m.watch_polls = _watched(server, lp, runs)
-        name = server.pyflyte_run("real_wfs.py", "real_map", "--xs", str(list(range(map_items))))
-        execution = server.wait(name, poll=0.1)
-        lp = execution.spec.launch_plan
-        for i in range(map_runs):
-            if i:
-                execution = server.wait(server.create(lp, {"xs": integers(list(range(map_items)))}), poll=0.1)
-            m.map.append(execution_seconds(execution))
-        if big_map_items:
-            big = integers(list(range(big_map_items)))
-            m.big_map.append(execution_seconds(server.wait(server.create(lp, {"xs": big}), poll=0.2)))
-        if unbounded:
-            _unbounded(server, m, map_items, map_runs, big_map_items)
+        with ProcessSampler(server.server.home) as sampler:
+            _maps(server, m, map_items, map_runs, big_map_items, unbounded)
+        m.peak_processes, m.peak_mib = [sampler.peak_processes], [sampler.peak_mib]
         if chain_and_map_only:
             return m
         m.hello, m.hello_local, lp = _hello(server, client, folder / "local")
@@ -152,21 +143,47 @@ def _watched(server: BenchServer, lp: identifier_pb2.Identifier, runs: int) -> t
     return times, polls
 
 
-def _unbounded(server: BenchServer, m: Measured, items: int, runs: int, big_items: int) -> None:
-    """The map with unbounded concurrency: registered and run by pyflyte, run again `runs` - 1 times, then once
-    with `big_items`; the most task processes and memory seen at once over all of them."""
-    with ProcessSampler(server.server.home) as sampler:
-        name = server.pyflyte_run("real_wfs.py", "real_map_unbounded", "--xs", str(list(range(items))))
-        execution = server.wait(name, poll=0.1)
-        lp = execution.spec.launch_plan
-        m.unbounded_map.append(execution_seconds(execution))
-        for _ in range(runs - 1):
-            execution = server.wait(server.create(lp, {"xs": integers(list(range(items)))}), poll=0.1)
-            m.unbounded_map.append(execution_seconds(execution))
-        if big_items:
-            big = integers(list(range(big_items)))
-            m.unbounded_big_map.append(execution_seconds(server.wait(server.create(lp, {"xs": big}), poll=0.2)))
-    m.peak_processes, m.peak_mib = [sampler.peak_processes], [sampler.peak_mib]
+def _maps(server: BenchServer, m: Measured, items: int, runs: int, big_items: int, unbounded: bool) -> None:
+    """The map `runs` times (the first registered and run by pyflyte), then once with `big_items` (if not 0);
+    with `unbounded`, each run followed by the same with unbounded concurrency, so that both find the machine
+    alike (a run after a large one pays for the deletion of its folders)."""
+    plans = {}
+    for i in range(runs):
+        for workflow, times in (("real_map", m.map), ("real_map_unbounded", m.unbounded_map))[:2 if unbounded else 1]:
+            if i == 0:
+                execution = server.wait(server.pyflyte_run("real_wfs.py", workflow, "--xs", str(list(range(items)))),
+                                        poll=0.1)
+                plans[workflow] = execution.spec.launch_plan
+            else:
+                execution = server.wait(server.create(plans[workflow], {"xs": integers(list(range(items)))}),
+                                        poll=0.1)
+            times.append(execution_seconds(execution))
+    if big_items:
+        big = integers(list(range(big_items)))
+        for workflow, times in (("real_map", m.big_map), ("real_map_unbounded", m.unbounded_big_map))[
+                :2 if unbounded else 1]:
+            _settled(server.server.home / "work")
+            times.append(execution_seconds(server.wait(server.create(plans[workflow], {"xs": big}), poll=0.2)))
+
+
+SETTLE_SECONDS = 300.0
+
+
+def _settled(attempts: Path) -> None:
+    """Wait (up to SETTLE_SECONDS) until the finished attempts' folders were deleted: a large run started while
+    10,000 of them are deleted in the background pays for it."""
+    def busy() -> bool:
+        for run in os.scandir(attempts):
+            try:
+                if run.is_dir() and not run.name.startswith(".") and any(os.scandir(run)):
+                    return True
+            except FileNotFoundError:
+                pass  # deleted meanwhile
+        return False
+
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while time.monotonic() < deadline and busy():
+        time.sleep(0.5)
 
 
 def map_floor_seconds(items: int) -> float:
@@ -312,9 +329,10 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
     map_variants = [baseline(label, m.map, "s") for label, m in variants if m is not None]
 
     attempt, cold_attempt = statistics.median(warm.attempts), statistics.median(cold.attempts)
-    slots_note = (f"at most {warm.peak_processes[0]} processes (zygote and workers) and {warm.peak_mib[0]:,.0f} MiB "
-                  f"(their PSS) at once over these runs and the {BIG_MAP_ITEMS:,}-item one; {machine_slots()} task "
-                  "slots (engine.max_task_processes from the machine)")
+    slots_note = (f"each run right after a default one; at most {warm.peak_processes[0]} processes (zygote and "
+                  f"workers) and {warm.peak_mib[0]:,.0f} MiB (their PSS) at once over the maps' runs, default and "
+                  f"unbounded, {BIG_MAP_ITEMS:,}-item ones included; {machine_slots()} task slots "
+                  "(engine.max_task_processes from the machine)")
     cold_map_note = f"{COLD_MAP_ITEMS} items, not {MAP_ITEMS:,}: cold processes take ~1.6 s each"
 
     def ratio(remote: list[float], local: list[float]) -> str:

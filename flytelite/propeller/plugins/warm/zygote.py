@@ -196,8 +196,11 @@ class Zygote:
                     self.read_worker(key.data)
             self.serve_queue()
         # Drained: the last exits are written before the zygote exits (the server's reader always reads).
-        self.sock.setblocking(True)
-        self.sock.sendall(self.out)
+        try:
+            self.sock.setblocking(True)
+            self.sock.sendall(self.out)
+        except OSError:
+            pass  # the server is gone
 
     def read_requests(self) -> bool:
         try:
