@@ -77,6 +77,13 @@ def _tls_context(config: Config) -> ssl.SSLContext | None:
     return context
 
 
+# Clients' keepalive pings are welcome between calls: flytekit's channels ping every 30 s whether a call is on
+# or not, and gRPC's defaults (a ping at most every 5 minutes without data, none without a call) answered a
+# client idle for a minute, such as `pyflyte run --wait` between polls, with GOAWAY "too_many_pings", which it
+# prints as an error before it reconnects.
+KEEPALIVE_OPTIONS = [("grpc.keepalive_permit_without_calls", 1), ("grpc.http2.min_ping_interval_without_data_ms", 1000)]
+
+
 class FlyteliteServer:
     def __init__(self, config: Config, plugins: PluginRegistry | None = None):
         """`plugins`: the engine's task plugins (None: the ones `config` sets up)."""
@@ -159,7 +166,7 @@ class FlyteliteServer:
             # like any other.
             interceptors=([AuthInterceptor(ctx.auth)] if ctx.auth is not None else [])
             + [ErrorInterceptor(), MessageLimitInterceptor(cfg.grpc)],
-            options=server_options(cfg.grpc),
+            options=[*server_options(cfg.grpc), *KEEPALIVE_OPTIONS],
         )
         grpc_port = self._grpc.add_insecure_port("127.0.0.1:0")
         await self._mux.serve(grpc_port, http_sock.getsockname()[1])

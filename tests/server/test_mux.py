@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
 
 import pytest
 
@@ -48,3 +49,31 @@ def test_the_mux_never_splices_connections_to_its_own_port():
             await mux.stop()
 
     asyncio.run(go())
+
+
+def test_a_client_pinging_between_calls_keeps_its_connection(tmp_path):
+    """flytekit's channels send keepalive pings every 30 s, calls or not; gRPC's defaults answer pings without
+    calls, or more often than every 5 minutes, with GOAWAY "too_many_pings" (flytekit prints it as an error).
+    This client pings every second for several seconds between two calls."""
+    import grpc
+    from flyteidl.admin import version_pb2
+    from flyteidl.service import admin_pb2_grpc
+
+    server = make_server(tmp_path)
+    server.start()
+    states: list[grpc.ChannelConnectivity] = []
+    channel = grpc.insecure_channel(server.endpoint, options=[
+        ("grpc.keepalive_time_ms", 1000), ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.max_pings_without_data", 0)])
+    try:
+        stub = admin_pb2_grpc.AdminServiceStub(channel)
+        stub.GetVersion(version_pb2.GetVersionRequest())
+        channel.subscribe(states.append)
+        # Three pings too many end the connection under gRPC's defaults; more than twice that many go by here.
+        ended = threading.Event()
+        channel.subscribe(lambda state: state != grpc.ChannelConnectivity.READY and ended.set())
+        assert not ended.wait(8.0), f"the connection ended: {states}"
+        stub.GetVersion(version_pb2.GetVersionRequest())
+    finally:
+        channel.close()
+        server.stop()
