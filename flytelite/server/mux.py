@@ -83,22 +83,24 @@ class PortMux:
     async def listen(self) -> int:
         """Take the public port on every address of the host (the port asked for, or one the system picks for
         0); nothing is accepted yet."""
+        failed: OSError | None = None
         for family, kind, proto, _, address in socket.getaddrinfo(self.host or None, self.port, socket.AF_UNSPEC,
                                                                   socket.SOCK_STREAM, 0, socket.AI_PASSIVE):
             sock = socket.socket(family, kind, proto)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
                 sock.bind((address[0], self.port or address[1]) + tuple(address[2:]))
-            except OSError:
+                sock.listen(128)
+            except OSError as e:  # this address cannot be had (no IPv6, the port taken): the others may
                 sock.close()
-                if not self._listeners:
-                    raise
-                continue  # another address of the host has the port taken
-            sock.listen(128)
+                failed = failed or e
+                continue
             self._listeners.append(sock)
             self.port = sock.getsockname()[1]
+        if not self._listeners:
+            raise failed or OSError(f"{self.host!r} has no address to listen on")
         return self.port
 
     async def serve(self, grpc_port: int, http_port: int) -> None:

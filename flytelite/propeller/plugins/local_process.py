@@ -3,6 +3,8 @@
 The container image names a Python environment (config `images`), not something to pull. Each
 attempt runs in its own working directory and temp folder with its own log file; results are the files
 the task entrypoint writes under the output prefix (outputs.pb, error.pb, futures.pb), never the exit code.
+An attempt starts its process only holding a task slot (plugins/slots.py, shared with the raw-container
+plugin): the others wait in QUEUED, as pods wait for room on a node.
 
 Durability: an attempt is recorded as "launching", then started; the pid and its start time are
 recorded so that after a restart a live process is adopted and waited for, and a dead one is judged by

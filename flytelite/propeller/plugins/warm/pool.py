@@ -7,7 +7,8 @@ WarmAttempt (Popen-like: pid, poll(), plus on_exit and kill) without waiting for
 pid is None until the zygote says where the attempt runs (Started), or says it could not start it
 (Failed), or dies first (the attempt is then `lost`: it may have been forked, so the plugin looks for it
 before it calls it a failed start). A request that could not be sent raises OSError (nothing started),
-so an attempt is never started twice. A zygote that dies is started again on the next launch; attempts it
+so an attempt is never started twice. No thread blocks writing to the zygote (which stops reading while it
+cannot write its news): what its socket does not take is written by the reader thread (ZygoteHandle._send). A zygote that dies is started again on the next launch; attempts it
 had forked keep running and are adopted like any process the server did not start (pid + start time).
 The attempts of the tasks of one code version, and the items of its map tasks, may run one after
 another in a worker (see zygote.py and child.py): their WarmAttempt's pid is the worker's, and its exit
