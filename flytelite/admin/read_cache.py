@@ -1,8 +1,8 @@
 """Answers about finished node and task executions, kept for a while.
 
 A client watching an execution (FlyteRemote.wait, `pyflyte run --wait`) asks on every poll, for every node,
-its data, its task executions and theirs: a 100-node chain is 400 calls a poll, most of them about nodes
-that finished long ago and can no longer change. Those answers are kept here (a lease of `seconds`, so that
+its data, its task executions and theirs: four calls per node, most of them about nodes that finished
+long ago and can no longer change. Those answers are kept here (a lease of `seconds`, so that
 the signed links in data answers stay valid, and so that data deleted by garbage collection stops showing)
 and given again without the database or the blob store. Only what the handler says is finished is kept;
 the API's interceptors (authentication among them) run before any handler, cached or not.
@@ -32,8 +32,11 @@ class ReadCache:
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def get(self, method: str, request: Message) -> Message | None:
-        key = (method, request.SerializeToString(deterministic=True))
+    @staticmethod
+    def key(method: str, request: Message) -> tuple[str, bytes]:
+        return method, request.SerializeToString(deterministic=True)
+
+    def get(self, key: tuple[str, bytes]) -> Message | None:
         with self._lock:
             kept = self._answers.get(key)
             if kept is None:
@@ -44,12 +47,11 @@ class ReadCache:
             self._answers.move_to_end(key)
             return kept[2]
 
-    def put(self, method: str, request: Message, answer: Message) -> None:
+    def put(self, key: tuple[str, bytes], answer: Message) -> None:
         """Keep the answer (which nobody may change from now on)."""
         size = answer.ByteSize()
         if size > MAX_ANSWER_BYTES:
             return
-        key = (method, request.SerializeToString(deterministic=True))
         with self._lock:
             if key in self._answers:
                 self._drop(key)
@@ -70,11 +72,12 @@ def kept_when_finished(read: Callable[[Any, Any, Any], tuple[Message, bool]]):
 
     @functools.wraps(read)
     def method(self, request, context=None):
-        answer = self.reads.get(name, request)
+        key = self.reads.key(name, request)
+        answer = self.reads.get(key)
         if answer is None:
             answer, finished = read(self, request, context)
             if finished:
-                self.reads.put(name, request, answer)
+                self.reads.put(key, answer)
         return answer
 
     return method

@@ -27,11 +27,16 @@ SNIFF_TIMEOUT = 30.0
 CHUNK = 256 * 1024
 
 
+def _still_to_sniff(data: bytes) -> int:
+    """How many more bytes tell the HTTP/2 preface from anything else, after `data` (0: they are told apart)."""
+    return len(H2_PREFACE) - len(data) if H2_PREFACE.startswith(data) else 0
+
+
 async def _sniff(reader: asyncio.StreamReader) -> bytes:
     """Read just enough bytes to tell the HTTP/2 preface from anything else."""
     data = b""
-    while len(data) < len(H2_PREFACE) and H2_PREFACE.startswith(data):
-        chunk = await reader.read(len(H2_PREFACE) - len(data))
+    while wanted := _still_to_sniff(data):
+        chunk = await reader.read(wanted)
         if not chunk:
             break
         data += chunk
@@ -169,9 +174,10 @@ class PortMux:
 
 
 def _sniff_blocking(conn: socket.socket) -> bytes:
+    """_sniff, on a blocking socket."""
     data = b""
-    while len(data) < len(H2_PREFACE) and H2_PREFACE.startswith(data):
-        chunk = conn.recv(len(H2_PREFACE) - len(data))
+    while wanted := _still_to_sniff(data):
+        chunk = conn.recv(wanted)
         if not chunk:
             break
         data += chunk

@@ -13,30 +13,31 @@ from tests.admin.execution_harness import NODE, TASK, double, values_of
 from tests.admin.test_events import PIPELINE, attempt_id, data_path, h, node_id  # noqa: F401 - h is a fixture
 
 
-def _request(name: str) -> idpb.Identifier:
-    return idpb.Identifier(name=name)
+def _key(name: str, method: str = "Get") -> tuple[str, bytes]:
+    """A request for `name` to `method`, as the cache keys it."""
+    return ReadCache.key(method, idpb.Identifier(name=name))
 
 
 def test_an_answer_is_given_again_until_its_lease_ends_and_the_least_recently_used_go_past_the_size():
     now = [0.0]
     cache = ReadCache(seconds=10.0, max_bytes=30, clock=lambda: now[0])
-    cache.put("Get", _request("a"), idpb.Identifier(name="x" * 10))
-    assert cache.get("Get", _request("a")).name == "x" * 10
-    assert cache.get("Other", _request("a")) is None and cache.get("Get", _request("b")) is None
-    cache.put("Get", _request("b"), idpb.Identifier(name="y" * 10))
-    assert cache.get("Get", _request("a")) is not None  # now the most recently used
-    cache.put("Get", _request("c"), idpb.Identifier(name="z" * 10))  # 36 bytes in all: the least recent goes
-    assert cache.get("Get", _request("b")) is None
-    assert cache.get("Get", _request("a")) is not None and cache.get("Get", _request("c")) is not None
+    cache.put(_key("a"), idpb.Identifier(name="x" * 10))
+    assert cache.get(_key("a")).name == "x" * 10
+    assert cache.get(_key("a", "Other")) is None and cache.get(_key("b")) is None
+    cache.put(_key("b"), idpb.Identifier(name="y" * 10))
+    assert cache.get(_key("a")) is not None  # now the most recently used
+    cache.put(_key("c"), idpb.Identifier(name="z" * 10))  # 36 bytes in all: the least recent goes
+    assert cache.get(_key("b")) is None
+    assert cache.get(_key("a")) is not None and cache.get(_key("c")) is not None
     now[0] = 10.0
-    assert cache.get("Get", _request("a")) is None
+    assert cache.get(_key("a")) is None
 
 
 def test_an_answer_past_the_largest_kept_is_not_kept(monkeypatch):
     monkeypatch.setattr(read_cache, "MAX_ANSWER_BYTES", 5)
     cache = ReadCache()
-    cache.put("Get", _request("a"), idpb.Identifier(name="longer than five"))
-    assert cache.get("Get", _request("a")) is None
+    cache.put(_key("a"), idpb.Identifier(name="longer than five"))
+    assert cache.get(_key("a")) is None
 
 
 def test_reads_of_a_running_attempt_see_each_change_and_those_of_a_finished_one_are_kept(h):  # noqa: F811

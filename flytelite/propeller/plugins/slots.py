@@ -51,8 +51,6 @@ class TaskSlots:
         self._holders: set[Hashable] = set()
         self._waiting: dict[Hashable, Callable[[], None]] = {}
         self._lock = threading.Lock()
-        # The most holders at once so far (what tests and benchmarks look at).
-        self.peak = 0
 
     @property
     def reason(self) -> str:
@@ -68,7 +66,6 @@ class TaskSlots:
                 self._waiting.setdefault(on_room if waiter is None else waiter, on_room)
                 return False
             self._holders.add(holder)
-            self.peak = max(self.peak, len(self._holders))
             return True
 
     def release(self, holder: Hashable) -> None:
