@@ -27,9 +27,9 @@ from benchmarks.workflows import engine_wfs
 from flytelite.admin.events import EventSink
 from flytelite.admin.service import AdminService
 from flytelite.config import Config, EngineConfig
+from flytelite.plugins.registry import PluginRegistry
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.nodes.registry import default_handlers
-from flytelite.propeller.plugins.registry import PluginRegistry
 from flytelite.server.app import admin_clients, build_context
 
 TERMINAL = {core_execution_pb2.WorkflowExecution.SUCCEEDED, core_execution_pb2.WorkflowExecution.FAILED,

@@ -13,7 +13,7 @@ from flyteidl.core import literals_pb2, types_pb2
 from google.protobuf import struct_pb2
 
 from flytelite.idl.error_kinds import USER
-from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
+from flytelite.plugins.machinery.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
 
 # Every task type flytekit produces that runs a container or python code.
 TASK_TYPES = ("python-task", "container", "raw-container", "sqlite", "eager_failure_handler_task", "sidecar", "pod")

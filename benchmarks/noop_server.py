@@ -12,7 +12,7 @@ import sys
 
 from benchmarks.noop_plugin import NoopPlugin
 from flytelite import cli
-from flytelite.propeller.plugins.registry import PluginRegistry
+from flytelite.plugins.registry import PluginRegistry
 
 MODULE = "benchmarks.noop_server"
 

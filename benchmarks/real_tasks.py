@@ -42,7 +42,7 @@ from benchmarks.server_client import BenchServer, execution_seconds, local_pyfly
 from benchmarks.venvs import Unavailable, ensure_venv
 from benchmarks.watchers import ProcessSampler, Watcher
 from benchmarks.workflows import real_wfs
-from flytelite.propeller.plugins.slots import machine_slots
+from flytelite.plugins.machinery.slots import machine_slots
 
 WARM_OFF = "engine:\n  warm_workers: false\n"
 QUEUE_OFF = "  warm_queue_seconds: 0\n"  # a line of the engine section

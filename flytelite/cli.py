@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from flytelite.config import DEFAULT_PORT, Config
 
 if TYPE_CHECKING:
-    from flytelite.propeller.plugins.registry import PluginRegistry
+    from flytelite.plugins.registry import PluginRegistry
 
 FLYTEKIT_CONFIG = """\
 admin:

@@ -28,7 +28,7 @@ from sqlalchemy import delete, or_, select
 
 from flytelite.context import Context, ExecutionKey
 from flytelite.idl.phases import WORKFLOW_TERMINAL
-from flytelite.propeller.plugins.core import attempt_raw_prefix
+from flytelite.plugins.machinery.core import attempt_raw_prefix
 from flytelite.store.executions import as_utc
 from flytelite.store.models import (
     CatalogArtifact,

@@ -16,6 +16,7 @@ LAYERS = [
     ("store", "storage", "kubeclient"),
     ("context",),
     ("compiler", "catalog", "notifications"),
+    ("plugins",),
     ("propeller",),
     ("admin",),
     ("scheduler", "retention"),

@@ -41,20 +41,20 @@ class EngineConfig:
     # another machine their attempts end as system errors and are retried. Replicas in containers that
     # share a host name but not their processes need names of their own.
     machine: str = ""
-    # Fork python-task attempts from a pre-imported zygote per interpreter (see propeller/plugins/warm)
+    # Fork python-task attempts from a pre-imported zygote per interpreter (see plugins/warm)
     # instead of starting a new interpreter each time; attempts that cannot run warm run cold.
     warm_workers: bool = True
     # Seconds a first attempt waits for its interpreter's zygote to import flytekit before running cold.
     warm_start_seconds: float = 60.0
     # How many task processes run on this machine at once, cold or warm, whatever the executions' and maps'
-    # parallelism (0: 16 per processor, at most one per 64 MiB of memory; see propeller/plugins/slots.py).
+    # parallelism (0: 16 per processor, at most one per 64 MiB of memory; see plugins/slots.py).
     # An attempt that finds every one taken waits in QUEUED, as a pod waits for room on its node.
     max_task_processes: int = 0
     # The earlier name of max_task_processes, which it sets when that is 0 (it bounded warm attempts only).
     warm_pool_size: int = 0
     # Seconds an attempt may wait for a busy worker of its group (the tasks of one code version; the items of
     # its map tasks) while the group has as many busy workers as processors, before it gets a process of its
-    # own (0: never waits; see propeller/plugins/warm/zygote.py; a worker whose item ran 0.1 s is not busy).
+    # own (0: never waits; see plugins/warm/zygote.py; a worker whose item ran 0.1 s is not busy).
     # Fewer processes than items in flight keep the processors' caches warm, and the server's rounds take the
     # items' news in batches meanwhile (see LocalProcessPlugin._warm_news): a 1,000-item map on 2 cores took
     # 4.0-4.2 s instead of 4.9 s with the home on tmpfs. An attempt sent while more of its group's wait than
@@ -161,8 +161,8 @@ class S3Config:
             addressing_style=self.addressing_style or ("path" if endpoint else "auto"))
 
 
-# The program of a raw-container pod's downloader and uploader (propeller/plugins/kubernetes/copilot_main.py).
-COPILOT_MODULE = "flytelite.propeller.plugins.kubernetes.copilot_main"
+# The program of a raw-container pod's downloader and uploader (plugins/kubernetes/copilot_main.py).
+COPILOT_MODULE = "flytelite.plugins.kubernetes.copilot_main"
 # Task plugins a task type can be sent to (config `plugins`); "local" runs attempts as local processes.
 TASK_PLUGINS = ("local", "kubernetes")
 
@@ -170,7 +170,7 @@ TASK_PLUGINS = ("local", "kubernetes")
 @dataclass
 class KubernetesConfig:
     """How the kubernetes task plugin reaches a cluster and shapes the pods of task attempts
-    (propeller/plugins/kubernetes); used for the task types `plugins` sends there."""
+    (plugins/kubernetes); used for the task types `plugins` sends there."""
 
     # A kubeconfig file; empty: the pod's own service account when flytelite runs in the cluster.
     kubeconfig: str = ""
@@ -390,7 +390,7 @@ class Config:
     plugins: dict[str, str] = field(default_factory=dict)
     project_plugins: dict[str, dict[str, str]] = field(default_factory=dict)
     kubernetes: KubernetesConfig = field(default_factory=KubernetesConfig)
-    # Task types run by flytekit agents (propeller/plugins/agents): which agent server runs which type.
+    # Task types run by flytekit agents (plugins/agents): which agent server runs which type.
     agent_service: AgentServiceConfig = field(default_factory=AgentServiceConfig)
     # Lifetime of signed upload URLs.
     upload_url_seconds: int = 3600

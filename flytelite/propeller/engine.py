@@ -19,13 +19,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from flytelite.context import Context, ExecutionKey
+from flytelite.plugins.registry import PluginRegistry, default_plugins
 from flytelite.propeller.clients import AdminClients
 from flytelite.propeller.events import EventRecorder, EventSink
 from flytelite.propeller.gate import RoundGate
 from flytelite.propeller.leases import LeaseLost, Leases
 from flytelite.propeller.node_executor import NodeExecutor
 from flytelite.propeller.nodes.registry import HandlerRegistry, default_handlers
-from flytelite.propeller.plugins.registry import PluginRegistry, default_plugins
 from flytelite.propeller.queue import QueueShutDown, WorkQueue
 from flytelite.propeller.workflow_executor import WorkflowExecutor
 

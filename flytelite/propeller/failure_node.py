@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 from flyteidl.core import execution_pb2, literals_pb2, types_pb2, workflow_pb2
 
-from flytelite.propeller import error_codes as E
+from flytelite.idl import error_codes as E
+from flytelite.idl.error_kinds import ErrorInfo
 from flytelite.propeller.execution_context import ExecutionRound
 from flytelite.propeller.phases import NODE_FAILED, NODE_PASSED, NodeStatusPhase
 from flytelite.propeller.scope import DagScope
-from flytelite.propeller.status import ErrorInfo
 
 if TYPE_CHECKING:
     from flytelite.propeller.node_executor import NodeExecutor

@@ -17,9 +17,9 @@ from datetime import timedelta
 
 from flyteidl.core import execution_pb2, literals_pb2
 
-from flytelite.idl.error_kinds import SYSTEM, USER
+from flytelite.idl import error_codes as E
+from flytelite.idl.error_kinds import SYSTEM, USER, ErrorInfo
 from flytelite.idl.ids import END_NODE, START_NODE
-from flytelite.propeller import error_codes as E
 from flytelite.propeller.bindings import BindingError, resolve_bindings
 from flytelite.propeller.execution_context import ExecutionRound
 from flytelite.propeller.failure_node import set_error_input
@@ -36,7 +36,7 @@ from flytelite.propeller.phases import (
 )
 from flytelite.propeller.recovery import recover_node
 from flytelite.propeller.scope import DagScope
-from flytelite.propeller.status import ErrorInfo, NodeStatus, iso, parse_iso
+from flytelite.propeller.status import NodeStatus, iso, parse_iso
 from flytelite.propeller.workflow import node_kind
 
 # A node may pass several phases in one round (queued -> running, failed attempt -> next attempt).

@@ -18,7 +18,7 @@ from flyteidl.core import literals_pb2, tasks_pb2
 
 from flytelite.compiler.literals import literal_type_for_literal
 from flytelite.config import LiteralOffloadingConfig
-from flytelite.propeller import error_codes as E
+from flytelite.idl import error_codes as E
 from flytelite.propeller.nodes.handler import PhaseInfo
 
 MB = 1024 * 1024

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 from flyteidl.core import compiler_pb2, identifier_pb2, tasks_pb2, workflow_pb2
 
+from flytelite.idl.error_kinds import ErrorInfo
 from flytelite.idl.ids import END_NODE
 from flytelite.propeller.phases import NODE_PASSED
-from flytelite.propeller.status import ErrorInfo, NodeStatus
+from flytelite.propeller.status import NodeStatus
 from flytelite.propeller.workflow import ExecutableWorkflow
 
 MAX_UNIQUE_ID_LENGTH = 20

@@ -14,9 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from flyteidl.core import execution_pb2
-
-from flytelite.idl.enums import as_enum
+from flytelite.idl.error_kinds import ErrorInfo
 from flytelite.propeller.phases import NODE_DONE, NodeStatusPhase, WorkflowStatusPhase
 
 
@@ -78,27 +76,6 @@ def _dumps_with(fields: dict[str, Any], name: str, value_json: str) -> str:
     members = (_dumps({n: fields[n] for n in names[:at]})[1:-1], f"{_dumps_key(name)}:{value_json}",
                _dumps({n: fields[n] for n in names[at + 1:]})[1:-1])
     return "{" + ",".join(member for member in members if member) + "}"
-
-
-@dataclass
-class ErrorInfo:
-    """A flyteidl ExecutionError kept as plain data."""
-
-    code: str
-    message: str
-    kind: int = execution_pb2.ExecutionError.UNKNOWN
-
-    def to_proto(self) -> execution_pb2.ExecutionError:
-        return execution_pb2.ExecutionError(code=self.code, message=self.message,
-                                            kind=as_enum(execution_pb2.ExecutionError.ErrorKind, self.kind))
-
-    @classmethod
-    def from_proto(cls, err: execution_pb2.ExecutionError) -> ErrorInfo:
-        return cls(code=err.code, message=err.message, kind=err.kind)
-
-    @property
-    def is_system(self) -> bool:
-        return self.kind == execution_pb2.ExecutionError.SYSTEM
 
 
 @dataclass

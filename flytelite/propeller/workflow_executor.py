@@ -20,8 +20,9 @@ from sqlalchemy import Boolean, Text, bindparam, case, null, select
 from sqlalchemy.orm import Session
 
 from flytelite.context import Context, ExecutionKey
+from flytelite.idl import error_codes as E
+from flytelite.idl.error_kinds import ErrorInfo
 from flytelite.idl.ids import END_NODE, execution_id
-from flytelite.propeller import error_codes as E
 from flytelite.propeller.clients import AdminClients, unconnected
 from flytelite.propeller.events import EventRecorder
 from flytelite.propeller.execution_context import ExecutionRound
@@ -29,7 +30,7 @@ from flytelite.propeller.failure_node import handle_failure_node
 from flytelite.propeller.leases import LeaseLost, Leases
 from flytelite.propeller.node_executor import NodeExecutor
 from flytelite.propeller.phases import WORKFLOW_DONE, WorkflowStatusPhase
-from flytelite.propeller.status import ErrorInfo, WorkflowStatus, iso
+from flytelite.propeller.status import WorkflowStatus, iso
 from flytelite.propeller.workflow import ExecutableWorkflow
 from flytelite.store.flyteworkflow import ExecutionSpec
 from flytelite.store.models import FlyteWorkflow

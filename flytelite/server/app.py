@@ -31,9 +31,9 @@ from flytelite.config import Config
 from flytelite.console.app import build_app
 from flytelite.context import Context
 from flytelite.notifications.processor import NotificationProcessor
+from flytelite.plugins.registry import PluginRegistry
 from flytelite.propeller.clients import AdminClients
 from flytelite.propeller.engine import Engine
-from flytelite.propeller.plugins.registry import PluginRegistry
 from flytelite.scheduler.launcher import admin_launcher
 from flytelite.scheduler.scheduler import Scheduler
 from flytelite.server.collector import GC, Collector

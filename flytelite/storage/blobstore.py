@@ -6,7 +6,7 @@ as `local:///abs/path` URIs: fsspec opens them as local files (its LocalFileSyst
 remote data, as it treats S3 on a Flyte cluster: it downloads inputs instead of checking them with
 os.path, and uploads outputs to the raw output prefix. Plain absolute paths and file:// URIs (what
 older homes stored) are still read and written. (Task processes write such URIs through fsspec with
-folders made on demand: see propeller/plugins/task_site.)
+folders made on demand: see plugins/task_site.)
 
 An s3:// root is read and written through s3fs with the endpoint, region and credentials of the
 config's `s3` section (storage/s3.py); its execution data lies under Flyte's own metadata prefix,

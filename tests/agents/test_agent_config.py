@@ -8,7 +8,7 @@ from flyteidl.admin import agent_pb2
 
 from flytelite.config import Config
 from flytelite.config.agents import AgentDeployment, AgentServiceConfig
-from flytelite.propeller.plugins.agents.local import TaskTypeSupport
+from flytelite.plugins.agents.local import TaskTypeSupport
 
 
 @pytest.mark.parametrize("value, message", [

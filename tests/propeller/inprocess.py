@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import threading
 
+from flytelite.plugins.machinery.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
+from flytelite.plugins.registry import PluginRegistry
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.nodes.registry import default_handlers
-from flytelite.propeller.plugins.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
-from flytelite.propeller.plugins.registry import PluginRegistry
 from tests.propeller import harness as h
 from tests.propeller.harness import literal_map, python_value
 
@@ -82,7 +82,7 @@ class InProcessPlugin(Plugin):
 def registry(plugin: InProcessPlugin, ctx=None) -> PluginRegistry:
     plugins = [plugin]
     if ctx is not None:
-        from flytelite.propeller.plugins.local_process import LocalProcessPlugin
+        from flytelite.plugins.local_process import LocalProcessPlugin
 
         plugins.append(LocalProcessPlugin(ctx))
     return PluginRegistry(plugins)

@@ -1,6 +1,7 @@
 """The engine reaches admin only through the interfaces it owns (flytelite.propeller.clients, events.EventSink).
 
-Every module under flytelite/propeller is parsed and its imports checked: nothing from flytelite.admin
+Every module under flytelite/propeller and flytelite/plugins (the task plugins it runs) is parsed and its
+imports checked: nothing from flytelite.admin
 (nor the layers above it), none of admin's repositories, and of the store's models only the engine's own
 FlyteWorkflow row. This is what lets an engine replica run apart from the API.
 """
@@ -14,9 +15,12 @@ from pathlib import Path
 
 import pytest
 
+import flytelite.plugins
 import flytelite.propeller
 
 PROPELLER = Path(flytelite.propeller.__file__).parent
+PLUGINS = Path(flytelite.plugins.__file__).parent
+ROOT = PROPELLER.parent
 # Packages the engine must never import: admin, and what sits above it (the composition root, the UI, schedules).
 FORBIDDEN = ("flytelite.admin", "flytelite.server", "flytelite.cli", "flytelite.console", "flytelite.scheduler",
              # admin's repositories over its tables (executions, node/task executions, entities)
@@ -26,11 +30,11 @@ ENGINE_MODELS = {"FlyteWorkflow"}
 
 
 def _modules() -> list[Path]:
-    return sorted(PROPELLER.rglob("*.py"))
+    return sorted([*PROPELLER.rglob("*.py"), *PLUGINS.rglob("*.py")])
 
 
 def _package(path: Path) -> str:
-    parts = path.relative_to(PROPELLER.parent.parent).with_suffix("").parts
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] != "__init__" else parts[:-1])
 
 
@@ -70,14 +74,15 @@ def _violations(source: str, package: str, where: str) -> list[str]:
 
 
 def test_the_walk_sees_every_engine_module():
-    names = {p.relative_to(PROPELLER).as_posix() for p in _modules()}
-    assert {"engine.py", "nodes/launch_plan/handler.py", "nodes/gate/handler.py", "recovery.py",
-            "clients/__init__.py"} <= names
+    names = {p.relative_to(ROOT).as_posix() for p in _modules()}
+    assert {"propeller/engine.py", "propeller/nodes/launch_plan/handler.py", "propeller/nodes/gate/handler.py",
+            "propeller/recovery.py", "propeller/clients/__init__.py", "plugins/registry.py",
+            "plugins/agents/plugin.py"} <= names
 
 
-@pytest.mark.parametrize("path", _modules(), ids=lambda p: p.relative_to(PROPELLER).as_posix())
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_engine_module_does_not_reach_into_admin(path: Path):
-    where = path.relative_to(PROPELLER.parent.parent).as_posix()
+    where = path.relative_to(ROOT.parent).as_posix()
     assert _violations(path.read_text(), _package(path), where) == [], (
         "the engine talks to admin only through flytelite.propeller.clients and events.EventSink; "
         "add what it needs to those interfaces and implement it in flytelite/admin/engine_clients.py")
@@ -106,10 +111,11 @@ def test_importing_the_engine_loads_no_admin_module():
     packages = tuple(f + "." for f in FORBIDDEN) + FORBIDDEN
     script = "\n".join([
         "import importlib, pkgutil, sys",
-        "import flytelite.propeller as p",
-        "for m in pkgutil.walk_packages(p.__path__, 'flytelite.propeller.'):",
-        "    if '.task_site' not in m.name:",  # the task processes' sitecustomize, not engine code
-        "        importlib.import_module(m.name)",
+        "import flytelite.plugins, flytelite.propeller",
+        "for p in (flytelite.plugins, flytelite.propeller):",
+        "    for m in pkgutil.walk_packages(p.__path__, p.__name__ + '.'):",
+        "        if '.task_site' not in m.name:",  # the task processes' sitecustomize, not engine code
+        "            importlib.import_module(m.name)",
         f"print(' '.join(sorted(k for k in sys.modules if k.startswith({packages!r}))))",
     ])
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)

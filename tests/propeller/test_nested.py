@@ -16,11 +16,11 @@ from flyteidl.core import condition_pb2, dynamic_job_pb2, literals_pb2, workflow
 from flytekit.configuration import ImageConfig, SerializationSettings
 from flytekit.tools.translator import get_serializable
 
+from flytelite.plugins.machinery.core import PluginPhase, PluginPhaseInfo
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.nodes.branch.conditions import compare
 from flytelite.propeller.nodes.registry import default_handlers
 from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
-from flytelite.propeller.plugins.core import PluginPhase, PluginPhaseInfo
 from flytelite.propeller.scope import fixed_length_unique_id
 from flytelite.store.models import FlyteWorkflow
 from tests.propeller import harness as h

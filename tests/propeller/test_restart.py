@@ -8,16 +8,16 @@ import signal
 import sys
 
 from flytelite.config import Config, EngineConfig
+from flytelite.plugins.local_process import LocalProcessPlugin
+from flytelite.plugins.machinery import processes
+from flytelite.plugins.machinery.core import PluginPhase, TaskExecutionContext
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
-from flytelite.propeller.plugins import processes
-from flytelite.propeller.plugins.core import PluginPhase, TaskExecutionContext
-from flytelite.propeller.plugins.local_process import LocalProcessPlugin
 from flytelite.server.app import build_context
 from flytelite.testing import database_url_for
+from tests.plugins.test_local_process import _gone, markers
 from tests.propeller import flyte_tasks as ft
 from tests.propeller import harness as h
-from tests.propeller.plugins.test_local_process import _gone, markers
 
 
 def _start_then_stop(tmp_path, name: str, seconds: float):

@@ -8,9 +8,10 @@ import json
 
 import pytest
 
+from flytelite.idl.error_kinds import ErrorInfo
 from flytelite.propeller import status as status_module
 from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
-from flytelite.propeller.status import CHECK_ENV, ErrorInfo, NodeStatus, TaskStatus, WorkflowStatus
+from flytelite.propeller.status import CHECK_ENV, NodeStatus, TaskStatus, WorkflowStatus
 
 
 def fresh_json(obj) -> str:

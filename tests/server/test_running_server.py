@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from flytelite.propeller.plugins import processes
+from flytelite.plugins.machinery import processes
 from flytelite.testing import make_server
 
 # Stands in for a server stuck before it answers /healthz, writing a line again and again.

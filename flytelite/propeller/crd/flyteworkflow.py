@@ -18,7 +18,7 @@ from google.protobuf import text_format
 from google.protobuf.json_format import MessageToDict
 
 from flytelite.idl.ids import END_NODE, START_NODE
-from flytelite.propeller.plugins.kubernetes.names import fnv1a_32, label_value
+from flytelite.plugins.kubernetes.names import fnv1a_32, label_value
 from flytelite.propeller.status import NodeStatus, WorkflowStatus
 from flytelite.store.flyteworkflow import ExecutionSpec
 

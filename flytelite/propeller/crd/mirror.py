@@ -25,9 +25,9 @@ from kubernetes.client.exceptions import ApiException
 
 from flytelite.context import Context, ExecutionKey
 from flytelite.kubeclient import Namespaces, core_api
+from flytelite.plugins.kubernetes.names import namespace as namespace_for
 from flytelite.propeller.crd import flyteworkflow as fw
 from flytelite.propeller.phases import WORKFLOW_DONE
-from flytelite.propeller.plugins.kubernetes.names import namespace as namespace_for
 from flytelite.propeller.status import WorkflowStatus
 from flytelite.propeller.workflow import ExecutableWorkflow
 from flytelite.store.flyteworkflow import ExecutionSpec

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Protocol
 from flyteidl.core import execution_pb2, literals_pb2, tasks_pb2, workflow_pb2
 from flyteidl.event import event_pb2
 
-from flytelite.propeller import error_codes as E
+from flytelite.idl import error_codes as E
+from flytelite.idl.error_kinds import ErrorInfo
 from flytelite.propeller.execution_context import ExecutionRound
 from flytelite.propeller.scope import DagScope
-from flytelite.propeller.status import ErrorInfo, NodeStatus
+from flytelite.propeller.status import NodeStatus
 
 if TYPE_CHECKING:
     from flytelite.propeller.node_executor import DagOutcome

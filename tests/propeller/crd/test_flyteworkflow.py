@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
+from flytelite.idl.error_kinds import ErrorInfo
 from flytelite.propeller.crd import flyteworkflow as fw
 from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
-from flytelite.propeller.status import ErrorInfo, NodeStatus, WorkflowStatus
+from flytelite.propeller.status import NodeStatus, WorkflowStatus
 from flytelite.store.flyteworkflow import ExecutionSpec
 from tests.propeller import dag_workflows as dw
 from tests.propeller import harness as h

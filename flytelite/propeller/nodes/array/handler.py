@@ -24,8 +24,10 @@ from collections import OrderedDict
 from flyteidl.core import execution_pb2, literals_pb2
 from flyteidl.event import event_pb2
 
+from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM, USER
-from flytelite.propeller import error_codes as E
+from flytelite.plugins.machinery.core import unique_key
+from flytelite.plugins.registry import PluginNotFound
 from flytelite.propeller.nodes.array import progress
 from flytelite.propeller.nodes.array.data import ArrayInputError, array_size, gather_outputs, load_inputs
 from flytelite.propeller.nodes.array.items import (
@@ -40,8 +42,6 @@ from flytelite.propeller.nodes.array.state import ARRAY_DONE, ArrayPhase, ArrayS
 from flytelite.propeller.nodes.handler import NodeExecutionContext, NodeHandler, PhaseInfo, SubNodeExecutor
 from flytelite.propeller.offloading import LiteralTooLarge, offload_large_literal
 from flytelite.propeller.phases import NODE_DONE, NodeStatusPhase
-from flytelite.propeller.plugins.core import unique_key
-from flytelite.propeller.plugins.registry import PluginNotFound
 from flytelite.propeller.status import NodeStatus
 
 # TaskExecution phases as plain ints (protobuf enum wrapper lookups are slow in per-item loops).

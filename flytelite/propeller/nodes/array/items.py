@@ -21,9 +21,9 @@ from flyteidl.event import event_pb2
 from sqlalchemy.orm import Session
 
 from flytelite.idl.enums import as_enum
+from flytelite.plugins.machinery.core import TaskExecutionContext
 from flytelite.propeller.nodes.handler import NodeExecutionContext
 from flytelite.propeller.nodes.task.handler import TaskHandler
-from flytelite.propeller.plugins.core import TaskExecutionContext
 from flytelite.propeller.status import TaskStatus
 
 # Plain ints: looking values up on protobuf enum wrappers is slow, and items report often.

@@ -15,8 +15,8 @@ import posixpath
 
 from flyteidl.core import literals_pb2, workflow_pb2
 
+from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM
-from flytelite.propeller import error_codes as E
 from flytelite.propeller.nodes.branch.conditions import decide_branch
 from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
 from flytelite.propeller.phases import NodeStatusPhase

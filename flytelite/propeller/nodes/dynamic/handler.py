@@ -17,8 +17,8 @@ import posixpath
 from flyteidl.core import catalog_pb2
 from flyteidl.event import event_pb2
 
+from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM, USER
-from flytelite.propeller import error_codes as E
 from flytelite.propeller.nodes.dynamic.workflow import (
     COMPILED_NAME,
     FUTURES_NAME,

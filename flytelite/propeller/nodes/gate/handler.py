@@ -17,8 +17,8 @@ from datetime import datetime, timedelta
 from flyteidl.admin import signal_pb2
 from flyteidl.core import execution_pb2, identifier_pb2, literals_pb2, types_pb2
 
+from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM, USER
-from flytelite.propeller import error_codes as E
 from flytelite.propeller.nodes.handler import NodeExecutionContext, NodeHandler, PhaseInfo
 from flytelite.propeller.status import parse_iso
 

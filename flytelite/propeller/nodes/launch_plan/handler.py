@@ -19,8 +19,8 @@ from flyteidl.core import identifier_pb2, literals_pb2
 from flyteidl.event import event_pb2
 
 from flytelite import errors
+from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM, USER
-from flytelite.propeller import error_codes as E
 from flytelite.propeller.clients.launchplan import LaunchContext
 from flytelite.propeller.nodes.handler import NodeExecutionContext, NodeHandler, PhaseInfo
 from flytelite.propeller.recovery import original_child_execution

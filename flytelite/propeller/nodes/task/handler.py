@@ -16,13 +16,13 @@ from flyteidl.event import event_pb2
 
 from flytelite.catalog import MAX_HEARTBEAT_INTERVAL, is_cacheable
 from flytelite.errors import InvalidArgument
+from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM, USER
-from flytelite.propeller import error_codes as E
+from flytelite.plugins.machinery.core import PluginPhase, TaskExecutionContext, unique_key
+from flytelite.plugins.registry import PluginNotFound, PluginRegistry
 from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
 from flytelite.propeller.nodes.task import cache as task_cache
 from flytelite.propeller.phases import NodeStatusPhase
-from flytelite.propeller.plugins.core import PluginPhase, TaskExecutionContext, unique_key
-from flytelite.propeller.plugins.registry import PluginNotFound, PluginRegistry
 from flytelite.propeller.status import TaskStatus
 
 TaskPhase = execution_pb2.TaskExecution.Phase
