@@ -163,8 +163,9 @@ class S3Config:
 
 # The program of a raw-container pod's downloader and uploader (plugins/kubernetes/copilot_main.py).
 COPILOT_MODULE = "flytelite.plugins.kubernetes.copilot_main"
-# Task plugins a task type can be sent to (config `plugins`); "local" runs attempts as local processes.
-TASK_PLUGINS = ("local", "kubernetes")
+# Where a task type can be sent (config `plugins`): "local" runs attempts on this machine (as local processes,
+# or on the compute engine the type's plugin starts), "kubernetes" as pods, "agents" through flytekit agents.
+TASK_PLUGINS = ("local", "kubernetes", "agents")
 
 
 @dataclass

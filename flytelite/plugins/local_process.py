@@ -53,6 +53,7 @@ from flytelite.plugins.machinery.core import (
 from flytelite.plugins.machinery.environment import flyte_task_env
 from flytelite.plugins.machinery.results import written_result
 from flytelite.plugins.machinery.slots import TaskSlots, machine_slots
+from flytelite.plugins.machinery.target import other_containers, primary_container_name
 from flytelite.plugins.machinery.task_site import IMAGE_ENV, task_process_env
 from flytelite.plugins.machinery.template import TemplateError, rendered_command
 from flytelite.plugins.warm.pool import (
@@ -121,7 +122,10 @@ class LocalProcessPlugin(Plugin):
     id = "local-process"
     # Besides python-task: flytekit task types that run flytekit's own entrypoint in their image (SQLite3Task,
     # eager workflows' failure handler). Raw containers have their own plugin (plugins/container.py).
-    task_types: tuple[str, ...] = ("python-task", "container", "sqlite", "eager_failure_handler_task")
+    # flytekitplugins-pod's `sidecar` tasks run their pod's primary container; other task types that carry a
+    # container run here too, this being the default plugin (registry.py).
+    task_types: tuple[str, ...] = ("python-task", "container", "sqlite", "eager_failure_handler_task", "sidecar")
+    is_default = True
     # Refuse containers that do not run a flytekit entrypoint (a subclass may run any command).
     flytekit_entrypoint_only = True
 
@@ -200,16 +204,25 @@ class LocalProcessPlugin(Plugin):
             st.store(tctx.state)
 
     def _prepare(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo:
-        task = tctx.task
-        if not task.HasField("container") or not (len(task.container.command) or len(task.container.args)):
+        task, container = tctx.task, tctx.container
+        if not (len(container.command) or len(container.args)):
             return PluginPhaseInfo.failure(
                 E.NO_CONTAINER, f"task {task.id.name} has no container command; the local-process plugin "
                 "runs tasks whose container args are a pyflyte-execute command", kind=USER, retryable=False)
-        argv0 = (list(task.container.command) + list(task.container.args))[0]
+        others = other_containers(task)
+        if others:
+            named = ", ".join(f"{'init container' if c.init else 'container'} {c.name!r} (image {c.image!r})"
+                              for c in others)
+            return PluginPhaseInfo.failure(
+                E.UNSUPPORTED_CONTAINER, f"task {task.id.name}'s pod has {named} beside its primary container "
+                f"{primary_container_name(task)!r}; as local processes flytelite runs only the primary container: "
+                f"run tasks of type {task.type!r} as pods (plugins: {{{task.type}: kubernetes}})",
+                kind=USER, retryable=False)
+        argv0 = (list(container.command) + list(container.args))[0]
         if self.flytekit_entrypoint_only and task.type != "python-task" and argv0 not in PYFLYTE_COMMANDS:
             return PluginPhaseInfo.failure(
                 E.UNSUPPORTED_CONTAINER, f"task {task.id.name} of type {task.type!r} runs {argv0!r} in image "
-                f"{task.container.image!r}; flytelite runs containers locally only when they run a flytekit "
+                f"{container.image!r}; flytelite runs containers locally only when they run a flytekit "
                 "entrypoint (pyflyte-execute)", kind=USER, retryable=False)
         key = tctx.key
         run = f"{key[0]}-{key[1]}-{key[2]}"
@@ -526,7 +539,7 @@ class LocalProcessPlugin(Plugin):
 
     # -- the command -----------------------------------------------------------------------
     def _command(self, tctx: TaskExecutionContext, st: AttemptState) -> tuple[list[str], dict[str, str]]:
-        container = tctx.task.container
+        container = tctx.container
         argv = rendered_command(tctx)
         interpreter = self.ctx.config.interpreter_for(container.image)
         bin_dir = os.path.dirname(interpreter)
@@ -545,7 +558,7 @@ class LocalProcessPlugin(Plugin):
         env.update({
             "PYTHONUNBUFFERED": "1",
             processes.MARKER_ENV: st.marker,
-            IMAGE_ENV: tctx.task.container.image,
+            IMAGE_ENV: tctx.container.image,
         })
         # pyflyte-fast-execute starts `pyflyte-execute` through PATH: it must be the image's one.
         env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")

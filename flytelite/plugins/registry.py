@@ -1,13 +1,22 @@
-"""The task plugin registry, keyed by task type (TaskTemplate.type). Task types no plugin runs go to the agent
-plugin (plugins/agents) when there is one: flytekit's agents decide what they serve."""
+"""The task plugin registry: which plugin runs a task (FlytePropeller's plugin resolution in its task handler).
+
+In order: the task types the agent configuration claims go to agents (`agent_service.agent_for_task_types`,
+`supported_task_types`); the `plugins` / `project_plugins` configuration may send a task type to the
+Kubernetes plugin or to agents; a plugin registered for the task type runs it; any other task type goes to
+agents when an agent serves it, and otherwise, when the task carries a container (or a pod spec), to the
+default plugin, as FlytePropeller's pod plugin is the default for task types without a plugin of their own.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from flyteidl.core import tasks_pb2
+
 from flytelite.context import ExecutionKey
 from flytelite.plugins.machinery.core import Plugin
+from flytelite.plugins.machinery.target import carries_container
 
 if TYPE_CHECKING:
     from flytelite.plugins.agents.plugin import AgentPlugin
@@ -18,19 +27,24 @@ class PluginNotFound(LookupError):
 
 
 # Which plugin runs a task type in a project and domain: a name among the registry's `routed` plugins,
-# or "local" for the plugin registered for the type (Config.plugin_for).
+# "agents", or "local" for the plugin registered for the type (Config.plugin_for).
 Route = Callable[[str, str, str], str]
+
 
 
 class PluginRegistry:
     def __init__(self, plugins: Iterable[Plugin], routed: dict[str, Plugin] | None = None,
-                 route: Route | None = None, agents: AgentPlugin | None = None):
+                 route: Route | None = None, agents: AgentPlugin | None = None, default: Plugin | None = None):
         """`plugins` run the task types they name; `route` may send a task type of a project and domain to
-        one of the `routed` plugins instead (the kubernetes plugin, by config); `agents` runs the task types
-        its configuration claims, and any other type."""
+        one of the `routed` plugins (the kubernetes plugin, by config) or to `agents`; `agents` runs the task
+        types its configuration claims, and those of other types that an agent serves; `default` runs the rest
+        of the tasks that carry a container."""
         plugins = list(plugins)
         self.routed = dict(routed or {})
         self.agents = agents
+        self.default = default
+        if agents is not None:
+            agents.default = default
         self.plugins = plugins + list(self.routed.values()) + ([agents] if agents is not None else [])
         self.route = route
         self._by_type: dict[str, Plugin] = {}
@@ -38,23 +52,32 @@ class PluginRegistry:
             for task_type in plugin.task_types:
                 self._by_type[task_type] = plugin
 
-    def get(self, task_type: str, key: ExecutionKey | None = None) -> Plugin:
-        """The plugin that runs this task type (for execution `key`'s project and domain)."""
+    def get(self, task: tasks_pb2.TaskTemplate, key: ExecutionKey | None = None) -> Plugin:
+        """The plugin that runs this task (for execution `key`'s project and domain)."""
+        task_type = task.type
         if self.agents is not None and self.agents.router.claims(task_type):
             return self.agents
         if self.route is not None and key is not None:
             name = self.route(task_type, key[0], key[1])
+            if name == "agents":
+                if self.agents is None:
+                    raise PluginNotFound(f"the configuration sends task type {task_type!r} to agents, and the "
+                                         "agent service is off (agent_service)")
+                return self.agents
             if name in self.routed:
                 plugin = self.routed[name]
-                if task_type not in plugin.task_types:
+                if task_type not in plugin.task_types and not (plugin.is_default and carries_container(task)):
                     raise PluginNotFound(f"the configuration sends task type {task_type!r} to the {name} plugin, "
-                                         f"which runs task types {', '.join(plugin.task_types)}")
+                                         f"which runs task types {', '.join(plugin.task_types)} and tasks that "
+                                         "carry a container")
                 return plugin
         found = self._by_type.get(task_type) or self.agents
+        if found is None and self.default is not None and carries_container(task):
+            found = self.default
         if found is None:
             raise PluginNotFound(
-                f"no plugin runs tasks of type {task_type!r}; flytelite runs task types "
-                f"{', '.join(sorted(self._by_type))}"
+                f"no plugin runs tasks of type {task_type!r} and the task carries no container; flytelite runs "
+                f"task types {', '.join(sorted(self._by_type))}, and any type whose task carries a container"
             )
         return found
 
@@ -85,4 +108,4 @@ def default_plugins(ctx) -> PluginRegistry:
     local = LocalProcessPlugin(ctx)
     # Both start processes on this machine: they share its task slots.
     container = RawContainerPlugin(ctx, local.slots)
-    return PluginRegistry([local, container, EchoPlugin()], routed, ctx.config.plugin_for, agents)
+    return PluginRegistry([local, container, EchoPlugin()], routed, ctx.config.plugin_for, agents, default=local)

@@ -47,7 +47,7 @@ def _run(tmp_path, warm: bool, entity, inputs: dict, name: str, during=None):
     seen = {}
 
     async def hook(ctx, key, engine):
-        seen["plugin"] = engine.plugins.get("python-task")
+        seen["plugin"] = engine.plugins.default
         if during is not None:
             await during(ctx, key, engine)
 
@@ -302,7 +302,7 @@ def test_a_killed_zygote_orphans_its_attempt_which_is_still_waited_for_and_a_new
 
     async def kill_zygote_mid_task(ctx, key, engine):
         await h.wait_for(lambda: markers(marks, "sleep_then"))
-        warm = engine.plugins.get("python-task").warm
+        warm = engine.plugins.default.warm
         seen["zygote"] = warm.zygote_pid(PY)
         seen["pool"] = warm
         os.kill(seen["zygote"], signal.SIGKILL)
@@ -341,7 +341,7 @@ def test_engine_stop_leaves_the_forked_attempt_running_and_a_new_engine_adopts_i
         try:
             pid = await h.wait_for(lambda: h.running_pid(ctx, key, "n1"))
             await h.wait_for(lambda: markers(marks, "sleep_then"))
-            zygote = engine.plugins.get("python-task").warm.zygote_pid(PY)
+            zygote = engine.plugins.default.warm.zygote_pid(PY)
             assert _ppid(pid) == zygote
             return pid, zygote
         finally:

@@ -462,7 +462,7 @@ def test_an_item_running_in_a_reused_worker_outlives_the_engine_and_a_new_engine
         engine.notify(key)
         try:
             await h.wait_for(lambda: len(ran()) == 2)
-            return engine.plugins.get("python-task").warm
+            return engine.plugins.default.warm
         finally:
             await engine.stop()
 

@@ -14,6 +14,7 @@ execution (a changed message or log list is a new phase version, so each one is 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import logging
 import posixpath
 from dataclasses import dataclass
@@ -37,9 +38,12 @@ from flytelite.plugins.machinery.core import (
     TaskExecutionContext,
 )
 from flytelite.plugins.machinery.results import written_result
+from flytelite.plugins.machinery.target import carries_container
 from flytelite.plugins.machinery.template import TemplateError, rendered_command
 
 log = logging.getLogger(__name__)
+# The key of the default plugin's own state, for a task no agent serves (AgentPlugin._delegated).
+DEFAULT_STATE = "default_plugin"
 
 TaskPhase = execution_pb2.TaskExecution.Phase
 # Flyte's error codes (flyteplugins/go/tasks/errors).
@@ -87,6 +91,8 @@ class AgentState(PluginState):
 class AgentPlugin(Plugin):
     id = "agent-service"  # FlytePropeller's plugin id
     task_types = ()  # whatever the agents serve (routing.py)
+    # Runs the tasks of types no agent serves that carry a container (set by the registry).
+    default: Plugin | None = None
 
     def __init__(self, ctx: Context):
         self.ctx = ctx
@@ -110,9 +116,15 @@ class AgentPlugin(Plugin):
 
     # -- the attempt's life ------------------------------------------------------------------
     def handle(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
+        delegated = self._delegated(tctx)
+        if delegated is not None:
+            return delegated[0].handle(delegated[1])
         try:
             route = self.router.route(tctx.task, tctx.wake)
         except NotServed as e:
+            if self.default is not None and carries_container(tctx.task):
+                tctx.state[DEFAULT_STATE] = {}
+                return self.handle(tctx)
             return PluginPhaseInfo.failure(E.UNSUPPORTED_TASK_TYPE, f"task {tctx.task.id.name}: {e}",
                                            kind=USER, retryable=False)
         except AgentServerFailed as e:
@@ -241,8 +253,25 @@ class AgentPlugin(Plugin):
         return PluginPhaseInfo(phase, version=st.last_version, reason=st.last_reason,
                                poll_after=self.cfg.resync_seconds)
 
+    def _delegated(self, tctx: TaskExecutionContext) -> tuple[Plugin, TaskExecutionContext] | None:
+        """The default plugin and its view of the attempt, when no agent serves the task's type and the default
+        plugin runs it (its state is kept under DEFAULT_STATE, apart from the agent's)."""
+        state = tctx.state.get(DEFAULT_STATE)
+        if state is None or self.default is None:
+            return None
+        return self.default, dataclasses.replace(tctx, state=state)
+
+    def finalize(self, tctx: TaskExecutionContext) -> None:
+        delegated = self._delegated(tctx)
+        if delegated is not None:
+            delegated[0].finalize(delegated[1])
+
     def abort(self, tctx: TaskExecutionContext) -> None:
         """Flyte's Abort: DeleteTask on the agent that holds the task (nothing for a sync agent)."""
+        delegated = self._delegated(tctx)
+        if delegated is not None:
+            delegated[0].abort(delegated[1])
+            return
         st = AgentState.load(tctx.state)
         if st.status != AgentStatus.CREATED or st.task_category is None:
             return

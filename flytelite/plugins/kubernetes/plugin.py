@@ -87,7 +87,8 @@ class PodState(PluginState):
 
 class KubernetesPlugin(Plugin):
     id = "container"  # FlytePropeller's id for the pod plugin running python-task and container tasks
-    task_types = ("python-task", "container", "sqlite", "raw-container")
+    task_types = ("python-task", "container", "sqlite", "raw-container", "sidecar")
+    is_default = True  # as FlytePropeller's pod plugin: task types without a plugin of their own run as pods
 
     def __init__(self, ctx: Context):
         self.ctx = ctx

@@ -18,14 +18,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from flyteidl.core import security_pb2, tasks_pb2
-from google.protobuf.json_format import MessageToDict
 
 from flytelite.config import KubernetesConfig
 from flytelite.kubeclient import MANAGED_LABEL
 from flytelite.plugins.kubernetes import copilot, names
 from flytelite.plugins.machinery.core import TaskExecutionContext
+from flytelite.plugins.machinery.target import PRIMARY, pod_spec, primary_container_name
 
-PRIMARY = "primary"
 SECRETS_DIR = "/etc/flyte/secrets"
 SECRETS_ENV_PREFIX = "_FSEC_"
 _RESOURCE_NAMES = {
@@ -96,10 +95,8 @@ def build_pod(tctx: TaskExecutionContext, cfg: KubernetesConfig, render: Render,
 
 def _task_pod_spec(task: tasks_pb2.TaskTemplate) -> tuple[dict, str]:
     """The task's own pod spec (flytekit pod_template) and its primary container's name, or an empty spec."""
-    if task.HasField("k8s_pod") and task.k8s_pod.HasField("pod_spec"):
-        spec = MessageToDict(task.k8s_pod.pod_spec)
-        return spec, task.config.get("primary_container_name") or PRIMARY
-    return {}, PRIMARY
+    spec = pod_spec(task)
+    return spec, primary_container_name(task) if spec else PRIMARY
 
 
 def merge_template(base: dict, spec: dict, primary_name: str) -> dict:

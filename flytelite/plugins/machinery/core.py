@@ -22,6 +22,7 @@ from google.protobuf import struct_pb2
 
 from flytelite.context import Context, ExecutionKey
 from flytelite.idl.error_kinds import ErrorInfo
+from flytelite.plugins.machinery.target import task_container
 from flytelite.store.flyteworkflow import ExecutionSpec
 
 TaskPhase = execution_pb2.TaskExecution.Phase
@@ -128,6 +129,11 @@ class TaskExecutionContext:
     # Whether this replica may still start the attempt's process (ExecutionRound.may_launch).
     may_launch: Callable[[], bool] = field(default=lambda: True)
 
+    @functools.cached_property
+    def container(self) -> tasks_pb2.Container:
+        """The container the task runs in: its own, or its pod spec's primary one (machinery/target.py)."""
+        return task_container(self.task)
+
     @property
     def input_prefix(self) -> str:
         return posixpath.dirname(self.input_uri)
@@ -170,10 +176,12 @@ class TaskExecutionContext:
 
 
 class Plugin:
-    """Base class of task plugins; `task_types` are the TaskTemplate.type values it runs."""
+    """Base class of task plugins; `task_types` are the TaskTemplate.type values it runs. A default plugin also
+    runs tasks of types no plugin runs, when they carry a container (FlytePropeller's pod plugin)."""
 
     id: str = ""
     task_types: tuple[str, ...] = ()
+    is_default: bool = False
 
     def setup(self, loop) -> None:
         """Called on the engine's event loop when the engine starts."""

@@ -23,7 +23,7 @@ def flyte_task_env(tctx: TaskExecutionContext, ctx: Context, secret_in_file: boo
     project, domain, name = tctx.key
     task_id = tctx.task.id
     env = dict(ctx.blobs.task_environment())
-    env.update({e.key: e.value for e in tctx.task.container.env})
+    env.update({e.key: e.value for e in tctx.container.env})
     env.update(tctx.spec.envs)
     wf = tctx.spec.workflow.split("/") if tctx.spec.workflow else []
     lp = tctx.spec.launch_plan.split("/") if tctx.spec.launch_plan else []
@@ -45,7 +45,7 @@ def flyte_task_env(tctx: TaskExecutionContext, ctx: Context, secret_in_file: boo
         env["FLYTE_EXECUTION_URL"] = (f"{ctx.public_url}/console/projects/{project}/domains/{domain}"
                                       f"/executions/{name}/nodeId/{tctx.node_id}/nodes")
         # Tasks that call the API themselves reach this server, unless the task or the execution names another.
-        explicit = {e.key for e in tctx.task.container.env} | set(tctx.spec.envs)
+        explicit = {e.key for e in tctx.container.env} | set(tctx.spec.envs)
         if "FLYTE_PLATFORM_URL" not in explicit:
             url = urlsplit(ctx.public_url)
             env["FLYTE_PLATFORM_URL"] = url.netloc

@@ -131,7 +131,7 @@ def _primitive_text(p: literals_pb2.Primitive) -> str:
 def rendered_command(tctx: TaskExecutionContext, words: list[str] | None = None) -> list[str]:
     """The container's command and args (or `words`) with Flyte's {{.input}}-style templates filled in for
     this attempt."""
-    container = tctx.task.container
+    container = tctx.container
     if words is None:
         words = list(container.command) + list(container.args)
     params = TemplateParams(
