@@ -3,7 +3,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 PYTHON ?= python3
 
-.PHONY: start test test-postgres test-k8s test-oldest lint bench k8s-build clean
+.PHONY: start test test-postgres test-k8s test-oldest test-compute lint bench k8s-build clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,7 +24,7 @@ PYTEST_WORKERS ?= 2
 PYTEST = $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --durations=20
 
 test: $(VENV)/.dev-installed
-	$(PYTEST) --ignore=tests/k8s $(PYTEST_ARGS)
+	$(PYTEST) --ignore=tests/k8s --ignore=tests/compute $(PYTEST_ARGS)
 
 # Tasks as pods on the project's single-node Kubernetes (started by the tests; `make k8s-build` first).
 test-k8s: $(VENV)/.dev-installed
@@ -52,6 +52,23 @@ $(OLDEST_VENV)/.installed: pyproject.toml
 test-oldest: $(VENV)/.dev-installed $(OLDEST_VENV)/.installed
 	FLYTELITE_OLDEST_PYTHON=$(abspath $(OLDEST_VENV))/bin/python $(PY) -m pytest -q -p no:cacheprovider tests/oldest $(PYTEST_ARGS)
 
+# The compute plugins on the real engines (tests/compute): a task environment of its own with flytekit's Spark,
+# Ray, Dask and PyTorch plugins at the flytekit release pyproject.toml pins, and the engines they bring (pyspark,
+# ray[default], dask[distributed]); Spark also needs a Java runtime on the machine. pip keeps what it downloads
+# and builds in its cache, outside the clone.
+COMPUTE_VENV ?= .venv-compute
+FLYTEKIT_VERSION = $(shell $(PYTHON) -c "import tomllib; deps = tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']; print(next(d.split('==')[1] for d in deps if d.startswith('flytekit==')))")
+COMPUTE_PLUGINS = spark ray dask kfpytorch
+$(COMPUTE_VENV)/.installed: pyproject.toml
+	test -x $(COMPUTE_VENV)/bin/python || $(PYTHON) -m venv $(COMPUTE_VENV)
+	$(COMPUTE_VENV)/bin/python -m pip install -q --upgrade pip setuptools wheel
+	$(COMPUTE_VENV)/bin/python -m pip install -q "flytekit==$(FLYTEKIT_VERSION)" \
+		$(foreach p,$(COMPUTE_PLUGINS),"flytekitplugins-$(p)==$(FLYTEKIT_VERSION)")
+	touch $@
+
+test-compute: $(VENV)/.dev-installed $(COMPUTE_VENV)/.installed
+	FLYTELITE_COMPUTE_PYTHON=$(abspath $(COMPUTE_VENV))/bin/python $(PY) -m pytest -q -p no:cacheprovider tests/compute $(PYTEST_ARGS)
+
 # ruff, then mypy over flytelite/ (its settings and per-module exceptions: pyproject.toml [tool.mypy]).
 lint: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check benchmarks flytelite tests
@@ -66,4 +83,4 @@ k8s-build:
 	scripts/k8s/build.sh
 
 clean:
-	rm -rf $(VENV) $(OLDEST_VENV) build *.egg-info .mypy_cache
+	rm -rf $(VENV) $(OLDEST_VENV) $(COMPUTE_VENV) build *.egg-info .mypy_cache

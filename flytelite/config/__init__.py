@@ -16,6 +16,7 @@ import yaml
 
 from flytelite.config.agents import AgentServiceConfig
 from flytelite.config.auth import AuthConfig
+from flytelite.config.compute import DaskConfig, RayConfig, SparkConfig
 
 DEFAULT_PORT = 30080
 DEFAULT_PROJECT = "flytesnacks"
@@ -94,7 +95,7 @@ class EngineConfig:
 ROLES = ("all", "api", "engine")
 # Keys of the YAML file that hold a section (a dataclass of their own).
 SECTIONS = ("engine", "scheduler", "s3", "kubernetes", "remote_data", "grpc", "literal_offloading", "gc",
-            "notifications", "agent_service")
+            "notifications", "agent_service", "spark", "ray", "dask")
 
 
 # What the scheduler does with slots that came due while it was not running (see flytelite/scheduler).
@@ -393,6 +394,10 @@ class Config:
     kubernetes: KubernetesConfig = field(default_factory=KubernetesConfig)
     # Task types run by flytekit agents (plugins/agents): which agent server runs which type.
     agent_service: AgentServiceConfig = field(default_factory=AgentServiceConfig)
+    # The compute engines' task types run on this machine: a cluster per attempt, or one named here.
+    spark: SparkConfig = field(default_factory=SparkConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
+    dask: DaskConfig = field(default_factory=DaskConfig)
     # Lifetime of signed upload URLs.
     upload_url_seconds: int = 3600
     max_upload_bytes: int = 1024 * 1024 * 1024

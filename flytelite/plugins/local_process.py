@@ -358,6 +358,11 @@ class LocalProcessPlugin(Plugin):
         ~/.flytelite was 86 bytes long, and the Manager failed)."""
         return os.path.join(self._temp_root, hashlib.sha1(marker.encode()).hexdigest()[:16])
 
+    def _ray_dir(self, marker: str) -> str:
+        """The attempt's Ray temp folder (RAY_TMPDIR), for a Ray the task starts itself (modin, ray.init()): Ray
+        puts unix sockets three levels below it, which the attempt's temp folder is too deep for."""
+        return os.path.join(tempfile.gettempdir(), "ray-" + hashlib.sha1(marker.encode()).hexdigest()[:12])
+
     def _started(self, tctx, st: AttemptState, pid: int, started: int | None, proc) -> PluginPhaseInfo:
         st.status, st.pid, st.start_time = AttemptStatus.RUNNING, pid, started
         if proc is None:
@@ -511,6 +516,7 @@ class LocalProcessPlugin(Plugin):
             self._discard(st.work_dir)
             self._discard(scratch_dir(st.work_dir))
             self._discard(self._temp_dir(st.marker))
+            self._discard(self._ray_dir(st.marker))
 
     def _discard(self, path: str) -> None:
         """Delete a folder in the background: deleting an attempt's unpacked code in the round delayed the next
@@ -560,6 +566,7 @@ class LocalProcessPlugin(Plugin):
             processes.MARKER_ENV: st.marker,
             IMAGE_ENV: tctx.container.image,
         })
+        env.setdefault("RAY_TMPDIR", self._ray_dir(st.marker))
         # pyflyte-fast-execute starts `pyflyte-execute` through PATH: it must be the image's one.
         env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
         return task_process_env(env)

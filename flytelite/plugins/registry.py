@@ -91,6 +91,9 @@ class PluginRegistry:
 
 
 def default_plugins(ctx) -> PluginRegistry:
+    from flytelite.plugins.compute.dask import DaskPlugin
+    from flytelite.plugins.compute.ray import RayPlugin
+    from flytelite.plugins.compute.spark import SparkPlugin
     from flytelite.plugins.container import RawContainerPlugin
     from flytelite.plugins.echo import EchoPlugin
     from flytelite.plugins.local_process import LocalProcessPlugin
@@ -106,6 +109,6 @@ def default_plugins(ctx) -> PluginRegistry:
 
         agents = AgentPlugin(ctx)
     local = LocalProcessPlugin(ctx)
-    # Both start processes on this machine: they share its task slots.
-    container = RawContainerPlugin(ctx, local.slots)
-    return PluginRegistry([local, container, EchoPlugin()], routed, ctx.config.plugin_for, agents, default=local)
+    # All start processes on this machine: they share its task slots.
+    others = [RawContainerPlugin(ctx, local.slots), *(engine(ctx, local.slots) for engine in (SparkPlugin, RayPlugin, DaskPlugin))]
+    return PluginRegistry([local, *others, EchoPlugin()], routed, ctx.config.plugin_for, agents, default=local)

@@ -39,10 +39,11 @@ def is_alive(pid: int, started: int | None) -> bool:
     return pid > 0 and started is not None and start_time(pid) == started
 
 
-def find_by_marker(marker: str) -> tuple[int, int] | None:
-    """(pid, start time) of the live session leader whose environment carries MARKER_ENV=marker."""
+def marked(marker: str) -> list[tuple[int, int]]:
+    """(pid, start time) of every live process whose environment carries MARKER_ENV=marker: the attempt's
+    process and whatever it started."""
     needle = f"{MARKER_ENV}={marker}".encode() + b"\0"
-    best: tuple[int, int] | None = None
+    found = []
     for entry in PROC.iterdir():
         if not entry.name.isdigit():
             continue
@@ -51,10 +52,16 @@ def find_by_marker(marker: str) -> tuple[int, int] | None:
                 continue
         except OSError:
             continue
-        pid = int(entry.name)
-        started = start_time(pid)
-        if started is None:
-            continue
+        started = start_time(int(entry.name))
+        if started is not None:
+            found.append((int(entry.name), started))
+    return found
+
+
+def find_by_marker(marker: str) -> tuple[int, int] | None:
+    """(pid, start time) of the live session leader whose environment carries MARKER_ENV=marker."""
+    best: tuple[int, int] | None = None
+    for pid, started in marked(marker):
         try:
             leader = os.getsid(pid) == pid
         except OSError:
@@ -91,6 +98,15 @@ def kill_group(pid: int, started: int | None, sig: int = signal.SIGTERM) -> bool
     except PermissionError:
         os.kill(pid, sig)
     return True
+
+
+def kill(pid: int, started: int | None, sig: int) -> None:
+    """Signal pid if it is still the process that started then."""
+    if is_alive(pid, started):
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def tail(path: str, max_bytes: int = 2000) -> str:

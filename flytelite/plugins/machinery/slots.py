@@ -21,12 +21,12 @@ MIN_SLOTS = 4
 def machine_slots() -> int:
     """The slots of this machine (see SLOTS_PER_PROCESSOR)."""
     by_processors = SLOTS_PER_PROCESSOR * len(os.sched_getaffinity(0))
-    memory = _memory_bytes()
+    memory = machine_memory()
     by_memory = memory // MEMORY_PER_PROCESS if memory else by_processors
     return max(MIN_SLOTS, min(by_processors, by_memory))
 
 
-def _memory_bytes() -> int | None:
+def machine_memory() -> int | None:
     """The memory this process may use: the machine's, or its cgroup's limit when lower (a container)."""
     try:
         memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")

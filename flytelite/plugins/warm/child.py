@@ -20,6 +20,7 @@ there as the attempt's process, exactly like a one-attempt child, and the next i
 from __future__ import annotations
 
 import atexit
+import ctypes
 import importlib.machinery
 import io
 import logging
@@ -93,6 +94,7 @@ def run_command(request: messages.Run) -> int:
     """Set up what a fresh process for this attempt would have, run its pyflyte command; the exit code."""
     _redirect_output(request.log)
     _set_environment(request.env)
+    restore_blas_threads()
     os.chdir(request.cwd)
     os.makedirs(request.tmp, exist_ok=True)
     tempfile.tempdir = request.tmp
@@ -117,6 +119,29 @@ def run_command(request: messages.Run) -> int:
     except BaseException:  # noqa: BLE001 - report it as the interpreter would, then exit 1
         sys.excepthook(*sys.exc_info())
         return 1
+
+
+# OpenBLAS's thread count setters, in numpy's own build (scipy-openblas) and in a system OpenBLAS.
+_BLAS_SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads")
+
+
+def restore_blas_threads() -> None:
+    """Give OpenBLAS, which the zygote loaded with one thread (zygote.py), the threads it would take in a fresh
+    process of this environment: OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else one per processor."""
+    if "numpy" not in sys.modules:
+        return
+    wanted = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS") or ""
+    threads = int(wanted) if wanted.isdigit() and int(wanted) > 0 else os.cpu_count() or 1
+    try:
+        with open("/proc/self/maps") as maps:
+            libraries = {line.split()[-1] for line in maps if "openblas" in line.lower() and ".so" in line}
+    except OSError:
+        return
+    for library in libraries:
+        loaded = ctypes.CDLL(library)
+        setter = next((getattr(loaded, name) for name in _BLAS_SETTERS if hasattr(loaded, name)), None)
+        if setter is not None:
+            setter(threads)
 
 
 def _set_environment(env: dict[str, str]) -> None:

@@ -84,6 +84,11 @@ def _site_dirs() -> dict[str, int | None]:
 # Noted before anything is imported from them: a change made while flytekit imports is seen as a change.
 SITE_DIRS = _site_dirs()
 
+# OpenBLAS (numpy's) starts a pool of threads when it loads, and flytekit loads the installed plugins at import
+# (flytekitplugins-spark's imports numpy): with one thread the zygote stays fork-safe. Each worker sets the pool
+# its attempt's environment asks for (child.py, restore_blas_threads).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 # Imported once here so that children do not each import them (what a pyflyte-execute run needs).
 import flytekit.core.python_auto_container  # noqa: E402,F401  (after the sys.path fix above)
 

@@ -1,0 +1,228 @@
+"""Runs one task attempt on a compute engine started for it alone, as an operator brings a cluster up for a
+Flyte task and tears it down after:
+
+    <task's python> launcher.py '<spec as JSON>' -- <the task's command>
+
+It runs with the task's interpreter, which has flytekit and the engine but not flytelite: standard library only.
+It starts the engine's processes (a Dask scheduler and its workers; a Ray head and its worker groups), each
+logging to a file of its own; once the engine answers, it runs the task's command against it (Dask: with the
+scheduler's address in DASK_SCHEDULER_ADDRESS; Ray: submitted as a Ray job, as KubeRay's RayJob submitter does);
+then it stops every process it started and exits with the task's exit code. A spec with an `address` joins
+that cluster instead of starting one.
+
+Should an engine process die while the task runs, the task is killed and the launcher exits with LOST, saying
+which one in the task's log: the plugin reports that as a system error, as the operators report a lost
+executor. The plugin started the launcher in a session of its own: stopping that session (abort, timeout)
+stops everything in it, and every process here carries the attempt's marker in its environment, by which the
+plugin sweeps what outlived the launcher.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+# The launcher's exit code when an engine process died while the task ran.
+LOST = 75
+# How long the engine may take to answer before the attempt fails (a loaded machine starts Ray slowly).
+START_SECONDS = 180.0
+STOP_SECONDS = 10.0
+
+
+class EngineFailed(RuntimeError):
+    pass
+
+
+def say(message: str) -> None:
+    print(f"[flytelite] {message}", flush=True)
+
+
+class Component:
+    """One engine process: its name (as its log link names it), its command, its log file."""
+
+    def __init__(self, name: str, argv: list[str], log_path: str, env: dict[str, str]):
+        self.name, self.argv = name, argv
+        with open(log_path, "ab") as log:
+            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         env=env)
+
+    def exited(self) -> int | None:
+        return self.proc.poll()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(ready, what: str, components: list[Component]) -> None:
+    deadline = time.monotonic() + START_SECONDS
+    while not ready():
+        for c in components:
+            if c.exited() is not None:
+                raise EngineFailed(f"the {c.name} exited with code {c.exited()} before {what}; see its log")
+        if time.monotonic() > deadline:
+            raise EngineFailed(f"{what} did not happen within {START_SECONDS:.0f} s")
+        time.sleep(0.2)
+
+
+class Engine:
+    """Starts an engine's processes for one task and tells the task how to reach them."""
+
+    def __init__(self, spec: dict):
+        self.spec = spec
+        self.bin = os.path.dirname(sys.executable)
+        self.components: list[Component] = []
+        self.env = dict(os.environ)
+
+    def log_path(self, name: str) -> str:
+        return os.path.join(self.spec["log_dir"], f"{self.spec['log_prefix']}-{name}.log")
+
+    def start(self, name: str, argv: list[str]) -> Component:
+        component = Component(name, argv, self.log_path(name), self.env)
+        self.components.append(component)
+        return component
+
+    def up(self) -> None:
+        raise NotImplementedError
+
+    def task_command(self, argv: list[str]) -> list[str]:
+        return argv
+
+    def stop(self) -> None:
+        for c in self.components:
+            if c.exited() is None:
+                c.proc.terminate()
+        deadline = time.monotonic() + STOP_SECONDS
+        for c in self.components:
+            try:
+                c.proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                c.proc.kill()
+                c.proc.wait()
+
+
+class Dask(Engine):
+    def up(self) -> None:
+        address = self.spec.get("address")
+        if not address:
+            scheduler_file = os.path.join(self.spec["tmp"], "dask-scheduler.json")
+            self.start("scheduler", [os.path.join(self.bin, "dask"), "scheduler", "--host", "127.0.0.1",
+                                     "--port", "0", "--dashboard-address", "127.0.0.1:0",
+                                     "--scheduler-file", scheduler_file])
+            wait_until(lambda: _address(scheduler_file), "the Dask scheduler started", self.components)
+            address = _address(scheduler_file)
+            for i in range(self.spec["workers"]):
+                self.start(f"worker-{i}", [os.path.join(self.bin, "dask"), "worker", address, "--name",
+                                           f"worker-{i}", "--nthreads", str(self.spec["nthreads"]),
+                                           "--memory-limit", self.spec["memory_limit"], "--no-dashboard",
+                                           "--host", "127.0.0.1"])
+        say(f"Dask scheduler at {address}")
+        self.env["DASK_SCHEDULER_ADDRESS"] = address
+
+
+def _address(scheduler_file: str) -> str:
+    try:
+        return json.loads(Path(scheduler_file).read_text()).get("address", "")
+    except (OSError, ValueError):
+        return ""
+
+
+class Ray(Engine):
+    def up(self) -> None:
+        ray = os.path.join(self.bin, "ray")
+        address = self.spec.get("address")
+        if address:
+            self.dashboard = address if "://" in address else f"http://{address}"
+        else:
+            # A cluster of this attempt's own, on loopback: no token (Ray's token authentication is for clusters
+            # others can reach).
+            self.env["RAY_AUTH_MODE"] = "disabled"
+            port, dashboard_port = free_port(), free_port()
+            head = {"port": str(port), "dashboard-port": str(dashboard_port), "dashboard-host": "127.0.0.1",
+                    "node-ip-address": "127.0.0.1", "include-dashboard": "true", "temp-dir": self.spec["ray_tmp"],
+                    "disable-usage-stats": "", **self.spec["head"]}
+            self.start("head", [ray, "start", "--head", "--block", *_flags(head)])
+            self.dashboard = f"http://127.0.0.1:{dashboard_port}"
+            wait_until(lambda: self.alive_nodes() >= 1, "the Ray head answered", self.components)
+            for group in self.spec["groups"]:
+                for i in range(group["replicas"]):
+                    params = {"address": f"127.0.0.1:{port}", "node-ip-address": "127.0.0.1",
+                              "disable-usage-stats": "", **group["params"]}
+                    self.start(f"{group['name']}-{i}", [ray, "start", "--block", *_flags(params)])
+            # The job is submitted once every node joined, as KubeRay submits it to a ready cluster.
+            wait_until(lambda: self.alive_nodes() >= len(self.components), "every Ray worker joined",
+                       self.components)
+        say(f"Ray dashboard at {self.dashboard}")
+
+    def alive_nodes(self) -> int:
+        """The cluster's live nodes, from the dashboard's state API (0 while it does not answer)."""
+        try:
+            with urllib.request.urlopen(f"{self.dashboard}/api/v0/nodes", timeout=5) as answer:
+                nodes = json.load(answer)["data"]["result"]["result"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return 0
+        return sum(1 for node in nodes if node.get("state") == "ALIVE")
+
+    def task_command(self, argv: list[str]) -> list[str]:
+        """`ray job submit`, waiting for the job and printing its log, as the RayJob's submitter pod does: the
+        entrypoint is the task's command (the CLI joins its words, quoting each as the shell needs)."""
+        submit = [os.path.join(self.bin, "ray"), "job", "submit", "--address", self.dashboard,
+                  "--submission-id", self.spec["submission_id"]]
+        if self.spec.get("runtime_env"):
+            submit += ["--runtime-env-json", json.dumps(self.spec["runtime_env"])]
+        return [*submit, "--", *argv]
+
+
+def _flags(params: dict[str, str]) -> list[str]:
+    """`ray start` flags from a RayJob's ray_start_params (a key without a value is a switch)."""
+    return [f"--{k}={v}" if v != "" else f"--{k}" for k, v in params.items()]
+
+
+ENGINES = {"dask": Dask, "ray": Ray}
+
+
+def run(spec: dict, argv: list[str]) -> int:
+    engine = ENGINES[spec["engine"]](spec)
+    task: subprocess.Popen | None = None
+    try:
+        engine.up()
+        task = subprocess.Popen(engine.task_command(argv), env=engine.env)
+        while (code := task.poll()) is None:
+            lost = [c for c in engine.components if c.exited() is not None]
+            if lost:
+                task.kill()
+                task.wait()
+                say(f"the {lost[0].name} exited with code {lost[0].exited()} while the task ran; see its log")
+                return LOST
+            time.sleep(0.5)
+        return code
+    except EngineFailed as e:
+        say(f"the {spec['engine']} engine could not start: {e}")
+        return LOST
+    finally:
+        if task is not None and task.poll() is None:
+            task.kill()
+            task.wait()
+        engine.stop()
+
+
+def main() -> None:
+    spec = json.loads(sys.argv[1])
+    if sys.argv[2] != "--":
+        raise SystemExit("usage: launcher.py '<spec>' -- <command>")
+    # A SIGTERM (abort) runs the finally clauses, which stop the engine.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    sys.exit(run(spec, sys.argv[3:]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""What the compute plugins (Spark, Ray, Dask) share when they run a task on this machine: an attempt is a local
+process as any task's (started in a session of its own, holding a task slot, adopted after a restart, killed on
+abort and timeout), whose command brings the engine up for the task, runs it there and tears the engine down
+(launcher.py), unless the configuration names a running cluster to join.
+
+A plugin reads the task's `custom` as flyteplugins reads it and refuses what it cannot run before anything
+starts: a bad or unknown-version config, an engine that is not installed in the task's environment (naming the
+package), a shape larger than this machine (with the figures). Each engine process logs to a file of its own
+beside the task's log, and each is a log link of the attempt. When the attempt ends, any process that still
+carries its marker is killed, so nothing the engine started outlives it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import signal
+from pathlib import Path
+
+from flyteidl.core import execution_pb2, tasks_pb2
+from google.protobuf import json_format, message
+
+from flytelite.context import Context
+from flytelite.idl import error_codes as E
+from flytelite.idl.error_kinds import USER
+from flytelite.plugins.local_process import AttemptState, LocalProcessPlugin
+from flytelite.plugins.machinery import processes
+from flytelite.plugins.machinery.core import PluginPhaseInfo, TaskExecutionContext
+from flytelite.plugins.machinery.slots import TaskSlots, machine_memory
+
+LAUNCHER = str(Path(__file__).with_name("launcher.py"))
+_QUANTITY = re.compile(r"^([0-9.]+)(Ki|Mi|Gi|Ti|Pi|Ei|[mkMGTPE])?$")
+_UNITS = {None: 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+          "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60}
+
+
+class BadShape(ValueError):
+    """The task's engine configuration cannot run here; the message says why."""
+
+
+def quantity(value: str) -> float:
+    """A Kubernetes quantity ("500m", "2", "1Gi") as a number."""
+    match = _QUANTITY.match(value.strip())
+    if not match:
+        raise BadShape(f"{value!r} is not a quantity (e.g. 500m, 2, 1Gi)")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def resource(resources: tasks_pb2.Resources, name: int) -> str:
+    """A resource's limit, else its request ("" for neither)."""
+    for entries in (resources.limits, resources.requests):
+        for entry in entries:
+            if entry.name == name:
+                return entry.value
+    return ""
+
+
+def custom(task: tasks_pb2.TaskTemplate, proto: type[message.Message], versions: tuple[int, ...] = (0,)):
+    """The task's `custom` read as flyteplugins reads it (unknown fields refused, as Go's jsonpb does)."""
+    if task.task_type_version not in versions:
+        raise BadShape(f"task type {task.type!r} version {task.task_type_version} is not supported; flytelite "
+                       f"reads versions {', '.join(map(str, versions))}")
+    try:
+        return json_format.ParseDict(json_format.MessageToDict(task.custom), proto())
+    except json_format.ParseError as e:
+        raise BadShape(f"its custom config is not a {proto.DESCRIPTOR.full_name}: {e}") from None
+
+
+def fits(what: str, cores: float, memory: float) -> None:
+    """Refuse a shape larger than this machine, as a pod too large for any node is never scheduled."""
+    have_cores, have_memory = os.cpu_count() or 1, machine_memory()
+    if cores > have_cores:
+        raise BadShape(f"{what} ask for {cores:g} cores; this machine has {have_cores}")
+    if have_memory and memory > have_memory:
+        raise BadShape(f"{what} ask for {memory / 2 ** 30:.1f} GiB of memory; this machine has "
+                       f"{have_memory / 2 ** 30:.1f} GiB")
+
+
+class EnginePlugin(LocalProcessPlugin):
+    """A compute engine's task type run on this machine; a subclass names the engine and shapes its cluster."""
+
+    task_types: tuple[str, ...] = ()
+    is_default = False
+    # What the task's environment must have: a program in its interpreter's folder, and the package to install
+    # for it.
+    program = ""
+    package = ""
+    # What the task's own process is, in its log link's name.
+    role = "task"
+
+    def __init__(self, ctx: Context, slots: TaskSlots | None = None):
+        super().__init__(ctx, slots)
+        # An engine's processes are started per attempt: nothing to fork warm.
+        self.warm = None
+
+    def shape(self, tctx: TaskExecutionContext) -> dict:
+        """The launcher's spec of the engine for this task (raises BadShape)."""
+        raise NotImplementedError
+
+    def _prepare(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo:
+        interpreter = self.ctx.config.interpreter_for(tctx.container.image)
+        if not os.path.exists(os.path.join(os.path.dirname(interpreter), self.program)):
+            return PluginPhaseInfo.failure(
+                E.BAD_TASK_SPECIFICATION, f"task {tctx.task.id.name} of type {tctx.task.type!r} needs "
+                f"{self.package} in its environment ({interpreter}), which has no {self.program!r}: install it "
+                f"there (pip install {self.package})", kind=USER, retryable=False)
+        try:
+            self.shape(tctx)
+        except BadShape as e:
+            return PluginPhaseInfo.failure(E.BAD_TASK_SPECIFICATION, f"task {tctx.task.id.name}: {e}", kind=USER,
+                                           retryable=False)
+        return super()._prepare(tctx, st)
+
+    def _command(self, tctx: TaskExecutionContext, st: AttemptState) -> tuple[list[str], dict[str, str]]:
+        argv, env = super()._command(tctx, st)
+        spec = {**self.shape(tctx), "log_dir": os.path.dirname(st.log_path),
+                "log_prefix": Path(st.log_path).stem, "tmp": self._temp_dir(st.marker),
+                "ray_tmp": self._ray_dir(st.marker)}
+        return [argv[0], LAUNCHER, json.dumps(spec), "--", *argv], env
+
+    def _logs(self, st: AttemptState) -> list[execution_pb2.TaskLog]:
+        logs = super()._logs(st)
+        if not logs:
+            return logs
+        logs[0].name = f"{self.role.capitalize()} log ({self.id})"
+        path = Path(st.log_path)
+        base = logs[0].uri[: -len(path.name)]
+        for component in sorted(path.parent.glob(f"{path.stem}-*.log")):
+            name = component.stem[len(path.stem) + 1:]
+            logs.append(execution_pb2.TaskLog(uri=base + component.name, name=f"{name} log ({self.id})"))
+        return logs
+
+    def finalize(self, tctx: TaskExecutionContext) -> None:
+        super().finalize(tctx)
+        st = AttemptState.load(tctx.state)
+        if st.marker and not self._elsewhere(st):
+            for pid, started in processes.marked(st.marker):
+                processes.kill(pid, started, signal.SIGKILL)
+
+
+def cores_of(value: str, default: float) -> int:
+    return max(1, math.ceil(quantity(value))) if value else int(default)

@@ -1,0 +1,84 @@
+"""flytekitplugins-spark's `spark` tasks (flyteplugins' k8s/spark plugin, which the Spark operator runs as a
+SparkApplication): `spark-submit` of the task's application file with the task's command as its arguments, its
+`sparkConf` as --conf and its `hadoopConf` as spark.hadoop.* (as the operator passes them), and the task's
+interpreter as PySpark's Python (`executorPath`). The master is local[<cores>], the cores the task's executors
+ask for (spark.executor.instances x spark.executor.cores) in the driver's own JVM, unless `spark.master` in the
+configuration names a cluster to submit to. The driver is the task's process: its log is the attempt's log.
+
+A fast-registered task's command is `pyflyte-fast-execute … -- pyflyte-execute …`: the second process inherits
+the driver's gateway to its JVM (PYSPARK_GATEWAY_PORT), so the task's SparkSession is the submitted one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from flyteidl.plugins import spark_pb2
+
+from flytelite.plugins.compute.plugin import BadShape, EnginePlugin, custom, fits, quantity
+from flytelite.plugins.local_process import AttemptState
+from flytelite.plugins.machinery.core import TaskExecutionContext
+from flytelite.plugins.machinery.template import rendered_command
+
+PYTHON = spark_pb2.SparkApplication.PYTHON
+# Set for the driver unless the task sets them: it listens on loopback, and keeps its scratch files in the
+# attempt's temp folder, deleted with it.
+LOCAL_DEFAULTS = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
+
+
+class SparkPlugin(EnginePlugin):
+    id = "spark"
+    task_types = ("spark",)
+    program = "spark-submit"
+    package = "flytekitplugins-spark (with pyspark)"
+    role = "driver"
+
+    def shape(self, tctx: TaskExecutionContext) -> dict:
+        job = custom(tctx.task, spark_pb2.SparkJob)
+        if job.applicationType != PYTHON and not job.mainClass:
+            raise BadShape("a Java, Scala or R Spark application needs its mainClass")
+        if not job.mainApplicationFile and not job.mainClass:
+            raise BadShape("its Spark job names neither a mainApplicationFile nor a mainClass")
+        conf = dict(job.sparkConf)
+        try:
+            executors = int(conf.get("spark.executor.instances", "1"))
+            cores = int(conf.get("spark.executor.cores", "1"))
+        except ValueError as e:
+            raise BadShape(f"its sparkConf has a count that is not a whole number: {e}") from None
+        memory = conf.get("spark.driver.memory", "")
+        fits(f"{executors} Spark executors of {cores} cores", executors * cores,
+             quantity(memory.replace("g", "Gi").replace("m", "Mi")) if memory else 0)
+        if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+            raise BadShape("Spark needs a Java runtime on this machine, and none is on PATH nor in JAVA_HOME "
+                           "(Debian: apt install openjdk-17-jre-headless)")
+        return {"master": self.ctx.config.spark.master or f"local[{executors * cores}]", "conf": conf,
+                "hadoop": dict(job.hadoopConf), "file": job.mainApplicationFile, "main_class": job.mainClass}
+
+    def _command(self, tctx: TaskExecutionContext, st: AttemptState) -> tuple[list[str], dict[str, str]]:
+        shape = self.shape(tctx)
+        interpreter = self.ctx.config.interpreter_for(tctx.container.image)
+        bin_dir = os.path.dirname(interpreter)
+        conf = {**LOCAL_DEFAULTS, "spark.local.dir": self._temp_dir(st.marker), **shape["conf"],
+                **{f"spark.hadoop.{k}": v for k, v in shape["hadoop"].items()},
+                "spark.pyspark.python": interpreter, "spark.pyspark.driver.python": interpreter}
+        argv = [os.path.join(bin_dir, "spark-submit"), "--master", shape["master"], "--name", tctx.unique_key]
+        for key, value in conf.items():
+            argv += ["--conf", f"{key}={value}"]
+        if shape["main_class"]:
+            argv += ["--class", shape["main_class"]]
+        argv += [self._application(shape["file"], bin_dir), *rendered_command(tctx)]
+        env = self._environment(tctx, st, bin_dir)
+        env.update({"PYSPARK_PYTHON": interpreter, "PYSPARK_DRIVER_PYTHON": interpreter})
+        os.makedirs(conf["spark.local.dir"], exist_ok=True)
+        return argv, env
+
+    def _application(self, file: str, bin_dir: str) -> str:
+        """The application file here: the task's own when this machine has it (`local://` is a path in the
+        image), else flytekit's entrypoint.py in the task's environment, which the image's would be."""
+        path = file.removeprefix("local://")
+        if os.path.exists(path):
+            return path
+        if path.endswith("entrypoint.py") and os.path.exists(os.path.join(bin_dir, "entrypoint.py")):
+            return os.path.join(bin_dir, "entrypoint.py")
+        return file
