@@ -42,7 +42,7 @@ def server(tmp_path_factory):
 def run(server, tmp_path: Path, file: str, workflow: str, *inputs: str) -> str:
     """`pyflyte run --remote` with the engines' venv; the execution's name."""
     folder = tmp_path / "wf"
-    folder.mkdir(exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     shutil.copy(FLOWS / file, folder / file)
     pyflyte = str(Path(PYTHON).parent / "pyflyte")
     proc = subprocess.run([pyflyte, "--config", str(server.config_path), "run", "--remote", "--project",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -94,8 +95,24 @@ class Engine:
     def up(self) -> None:
         raise NotImplementedError
 
-    def task_command(self, argv: list[str]) -> list[str]:
-        return argv
+    def lost(self) -> Component | None:
+        """An engine process that exited (while the task runs, the engine has lost it)."""
+        return next((c for c in self.components if c.exited() is not None), None)
+
+    def run_task(self, argv: list[str]) -> int:
+        """Run the task's command against the engine; its exit code (LOST if an engine process died first)."""
+        task = subprocess.Popen(argv, env=self.env)
+        try:
+            while (code := task.poll()) is None:
+                if (lost := self.lost()) is not None:
+                    say(f"the {lost.name} exited with code {lost.exited()} while the task ran; see its log")
+                    return LOST
+                time.sleep(0.5)
+            return code
+        finally:
+            if task.poll() is None:
+                task.kill()
+                task.wait()
 
     def stop(self) -> None:
         for c in self.components:
@@ -148,15 +165,16 @@ class Ray(Engine):
             self.env["RAY_AUTH_MODE"] = "disabled"
             port, dashboard_port = free_port(), free_port()
             head = {"port": str(port), "dashboard-port": str(dashboard_port), "dashboard-host": "127.0.0.1",
-                    "node-ip-address": "127.0.0.1", "include-dashboard": "true", "temp-dir": self.spec["ray_tmp"],
-                    "disable-usage-stats": "", **self.spec["head"]}
+                    "ray-client-server-port": str(free_port()), "node-ip-address": "127.0.0.1",
+                    "include-dashboard": "true", "temp-dir": self.spec["ray_tmp"], "disable-usage-stats": "",
+                    **_own_ports(), **self.spec["head"]}
             self.start("head", [ray, "start", "--head", "--block", *_flags(head)])
             self.dashboard = f"http://127.0.0.1:{dashboard_port}"
             wait_until(lambda: self.alive_nodes() >= 1, "the Ray head answered", self.components)
             for group in self.spec["groups"]:
                 for i in range(group["replicas"]):
                     params = {"address": f"127.0.0.1:{port}", "node-ip-address": "127.0.0.1",
-                              "disable-usage-stats": "", **group["params"]}
+                              "disable-usage-stats": "", **_own_ports(), **group["params"]}
                     self.start(f"{group['name']}-{i}", [ray, "start", "--block", *_flags(params)])
             # The job is submitted once every node joined, as KubeRay submits it to a ready cluster.
             wait_until(lambda: self.alive_nodes() >= len(self.components), "every Ray worker joined",
@@ -172,14 +190,60 @@ class Ray(Engine):
             return 0
         return sum(1 for node in nodes if node.get("state") == "ALIVE")
 
-    def task_command(self, argv: list[str]) -> list[str]:
-        """`ray job submit`, waiting for the job and printing its log, as the RayJob's submitter pod does: the
-        entrypoint is the task's command (the CLI joins its words, quoting each as the shell needs)."""
-        submit = [os.path.join(self.bin, "ray"), "job", "submit", "--address", self.dashboard,
-                  "--submission-id", self.spec["submission_id"]]
-        if self.spec.get("runtime_env"):
-            submit += ["--runtime-env-json", json.dumps(self.spec["runtime_env"])]
-        return [*submit, "--", *argv]
+    def run_task(self, argv: list[str]) -> int:
+        """Submit the task as a Ray job through the head's job API and follow it, printing its log, as the RayJob's
+        submitter does: the entrypoint is the task's command as a shell line, with the task's runtime environment.
+        A job still running when the launcher stops (abort) is stopped."""
+        job = f"{self.dashboard}/api/jobs/{self.spec['submission_id']}"
+        runtime_env = dict(self.spec.get("runtime_env") or {})
+        # The job's driver runs where the cluster puts it: it gets the attempt's Flyte variables through its
+        # runtime environment (the task's own env_vars win).
+        runtime_env["env_vars"] = {**self.spec.get("job_env", {}), **runtime_env.get("env_vars", {})}
+        body = {"entrypoint": shlex.join(argv), "submission_id": self.spec["submission_id"],
+                "runtime_env": runtime_env}
+        # A head whose job agent has not registered yet answers "No available agent": try again.
+        wait_until(lambda: _post(f"{self.dashboard}/api/jobs/", body), "the Ray job was accepted", self.components)
+        printed, status = 0, ""
+        try:
+            while status not in ("SUCCEEDED", "FAILED", "STOPPED"):
+                time.sleep(1)
+                status = _get(job).get("status", "")
+                logs = _get(f"{job}/logs").get("logs", "")
+                print(logs[printed:], end="", flush=True)
+                printed = len(logs)
+                if (lost := self.lost()) is not None:
+                    say(f"the {lost.name} exited with code {lost.exited()} while the job ran; see its log")
+                    return LOST
+        finally:
+            if status not in ("SUCCEEDED", "FAILED", "STOPPED"):
+                _post(f"{job}/stop", {})
+        say(f"Ray job {self.spec['submission_id']} {status.lower()}: {_get(job).get('message', '')}")
+        return 0 if status == "SUCCEEDED" else 1
+
+
+def _get(url: str) -> dict:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            return json.load(answer)
+    except (OSError, ValueError):
+        return {}
+
+
+def _post(url: str, body: dict) -> bool:
+    """POST JSON; whether it was accepted."""
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status == 200
+    except OSError:
+        return False
+
+
+def _own_ports() -> dict[str, str]:
+    """Ports of a Ray node whose defaults are fixed numbers, free ones instead: the clusters of attempts running
+    at once on this machine (and any other Ray) would otherwise take the same."""
+    return {"dashboard-agent-listen-port": str(free_port())}
 
 
 def _flags(params: dict[str, str]) -> list[str]:
@@ -192,26 +256,13 @@ ENGINES = {"dask": Dask, "ray": Ray}
 
 def run(spec: dict, argv: list[str]) -> int:
     engine = ENGINES[spec["engine"]](spec)
-    task: subprocess.Popen | None = None
     try:
         engine.up()
-        task = subprocess.Popen(engine.task_command(argv), env=engine.env)
-        while (code := task.poll()) is None:
-            lost = [c for c in engine.components if c.exited() is not None]
-            if lost:
-                task.kill()
-                task.wait()
-                say(f"the {lost[0].name} exited with code {lost[0].exited()} while the task ran; see its log")
-                return LOST
-            time.sleep(0.5)
-        return code
+        return engine.run_task(argv)
     except EngineFailed as e:
-        say(f"the {spec['engine']} engine could not start: {e}")
+        say(f"the {spec['engine']} engine failed: {e}")
         return LOST
     finally:
-        if task is not None and task.poll() is None:
-            task.kill()
-            task.wait()
         engine.stop()
 
 

@@ -100,17 +100,17 @@ class EnginePlugin(LocalProcessPlugin):
         raise NotImplementedError
 
     def _prepare(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo:
+        try:
+            self.shape(tctx)
+        except BadShape as e:
+            return PluginPhaseInfo.failure(E.BAD_TASK_SPECIFICATION, f"task {tctx.task.id.name}: {e}", kind=USER,
+                                           retryable=False)
         interpreter = self.ctx.config.interpreter_for(tctx.container.image)
         if not os.path.exists(os.path.join(os.path.dirname(interpreter), self.program)):
             return PluginPhaseInfo.failure(
                 E.BAD_TASK_SPECIFICATION, f"task {tctx.task.id.name} of type {tctx.task.type!r} needs "
                 f"{self.package} in its environment ({interpreter}), which has no {self.program!r}: install it "
                 f"there (pip install {self.package})", kind=USER, retryable=False)
-        try:
-            self.shape(tctx)
-        except BadShape as e:
-            return PluginPhaseInfo.failure(E.BAD_TASK_SPECIFICATION, f"task {tctx.task.id.name}: {e}", kind=USER,
-                                           retryable=False)
         return super()._prepare(tctx, st)
 
     def _command(self, tctx: TaskExecutionContext, st: AttemptState) -> tuple[list[str], dict[str, str]]:

@@ -19,6 +19,7 @@ from flyteidl.plugins import ray_pb2
 
 from flytelite.plugins.compute.plugin import BadShape, EnginePlugin, custom
 from flytelite.plugins.machinery.core import TaskExecutionContext
+from flytelite.plugins.machinery.environment import flyte_task_env
 
 
 class RayPlugin(EnginePlugin):
@@ -30,7 +31,8 @@ class RayPlugin(EnginePlugin):
 
     def shape(self, tctx: TaskExecutionContext) -> dict:
         job = custom(tctx.task, ray_pb2.RayJob)
-        spec = {"engine": "ray", "submission_id": tctx.unique_key, "runtime_env": _runtime_env(job)}
+        spec = {"engine": "ray", "submission_id": tctx.unique_key, "runtime_env": _runtime_env(job),
+                "job_env": flyte_task_env(tctx, self.ctx)}
         address = self.ctx.config.ray.address
         if address:
             return {**spec, "address": address}

@@ -22,8 +22,7 @@ from flytelite.plugins.machinery.core import TaskExecutionContext
 from flytelite.plugins.machinery.template import rendered_command
 
 PYTHON = spark_pb2.SparkApplication.PYTHON
-# Set for the driver unless the task sets them: it listens on loopback, and keeps its scratch files in the
-# attempt's temp folder, deleted with it.
+# Set for a driver on a local master unless the task sets them: nothing but itself needs to reach it.
 LOCAL_DEFAULTS = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
 
 
@@ -59,7 +58,9 @@ class SparkPlugin(EnginePlugin):
         shape = self.shape(tctx)
         interpreter = self.ctx.config.interpreter_for(tctx.container.image)
         bin_dir = os.path.dirname(interpreter)
-        conf = {**LOCAL_DEFAULTS, "spark.local.dir": self._temp_dir(st.marker), **shape["conf"],
+        local = shape["master"].startswith("local")
+        # The driver's scratch files go in the attempt's temp folder, deleted with it.
+        conf = {**(LOCAL_DEFAULTS if local else {}), "spark.local.dir": self._temp_dir(st.marker), **shape["conf"],
                 **{f"spark.hadoop.{k}": v for k, v in shape["hadoop"].items()},
                 "spark.pyspark.python": interpreter, "spark.pyspark.driver.python": interpreter}
         argv = [os.path.join(bin_dir, "spark-submit"), "--master", shape["master"], "--name", tctx.unique_key]
