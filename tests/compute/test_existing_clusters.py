@@ -54,11 +54,11 @@ def clusters(tmp_path_factory):
     for name, argv in commands.items():
         with open(logs / f"{name}.log", "ab") as log:
             procs.append(subprocess.Popen([str(a) for a in argv], stdout=log, stderr=subprocess.STDOUT, env=env,
-                                          start_new_session=True))
+                                          cwd=logs, start_new_session=True))
     for port in (spark, ray_dashboard, dask):
         wait_for(lambda port=port: _listening(port), f"a cluster to listen on {port}", timeout=120)
     yield {"spark": {"master": f"spark://127.0.0.1:{spark}"}, "ray": {"address": f"http://127.0.0.1:{ray_dashboard}"},
-           "dask": {"scheduler_address": f"tcp://127.0.0.1:{dask}"}}, ray_gcs
+           "dask": {"scheduler_address": f"tcp://127.0.0.1:{dask}"}}, ray_gcs, logs
     for proc in procs:
         os.killpg(proc.pid, signal.SIGTERM)
     for proc in procs:
@@ -69,7 +69,7 @@ def clusters(tmp_path_factory):
 
 
 def test_two_executions_at_once_run_on_the_named_clusters(clusters, tmp_path):
-    config, ray_gcs = clusters
+    config, ray_gcs, cluster_dir = clusters
     (tmp_path / "server").mkdir()
     server = make_server(tmp_path / "server", compute_config(**config))
     server.start()
@@ -84,3 +84,5 @@ def test_two_executions_at_once_run_on_the_named_clusters(clusters, tmp_path):
         assert spark == f"{config['spark']['master']} 4"
         assert ray.endswith(f":{ray_gcs} 4"), ray
         assert dask == f"{config['dask']['scheduler_address']} 3"
+    # The tasks' code was unpacked in their attempts' folders, not where the clusters run.
+    assert not list(cluster_dir.glob("*.py")) and not list(cluster_dir.glob("*.tar.gz"))

@@ -199,7 +199,9 @@ class Ray(Engine):
         # The job's driver runs where the cluster puts it: it gets the attempt's Flyte variables through its
         # runtime environment (the task's own env_vars win).
         runtime_env["env_vars"] = {**self.spec.get("job_env", {}), **runtime_env.get("env_vars", {})}
-        body = {"entrypoint": shlex.join(argv), "submission_id": self.spec["submission_id"],
+        # In the attempt's folder (a driver starts where the cluster's head runs): the task unpacks its code there.
+        entrypoint = f"cd {shlex.quote(os.getcwd())} && exec {shlex.join(argv)}"
+        body = {"entrypoint": entrypoint, "submission_id": self.spec["submission_id"],
                 "runtime_env": runtime_env}
         # A head whose job agent has not registered yet answers "No available agent": try again.
         wait_until(lambda: _post(f"{self.dashboard}/api/jobs/", body), "the Ray job was accepted", self.components)
