@@ -54,16 +54,18 @@ test-oldest: $(VENV)/.dev-installed $(OLDEST_VENV)/.installed
 
 # The compute plugins on the real engines (tests/compute): a task environment of its own with flytekit's Spark,
 # Ray, Dask and PyTorch plugins at the flytekit release pyproject.toml pins, and the engines they bring (pyspark,
-# ray[default], dask[distributed]); Spark also needs a Java runtime on the machine. pip keeps what it downloads
-# and builds in its cache, outside the clone.
+# ray[default], dask[distributed]) and torch's CPU build; Spark also needs a Java runtime on the machine. pip keeps
+# what it downloads and builds in its cache, outside the clone.
 COMPUTE_VENV ?= .venv-compute
 FLYTEKIT_VERSION = $(shell $(PYTHON) -c "import tomllib; deps = tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']; print(next(d.split('==')[1] for d in deps if d.startswith('flytekit==')))")
 COMPUTE_PLUGINS = spark ray dask kfpytorch
+# torch's CPU build (the release pip finds on these machines without a download of several GB).
+COMPUTE_TORCH ?= torch==2.13.0
 $(COMPUTE_VENV)/.installed: pyproject.toml
 	test -x $(COMPUTE_VENV)/bin/python || $(PYTHON) -m venv $(COMPUTE_VENV)
 	$(COMPUTE_VENV)/bin/python -m pip install -q --upgrade pip setuptools wheel
 	$(COMPUTE_VENV)/bin/python -m pip install -q "flytekit==$(FLYTEKIT_VERSION)" \
-		$(foreach p,$(COMPUTE_PLUGINS),"flytekitplugins-$(p)==$(FLYTEKIT_VERSION)")
+		$(foreach p,$(COMPUTE_PLUGINS),"flytekitplugins-$(p)==$(FLYTEKIT_VERSION)") "$(COMPUTE_TORCH)"
 	touch $@
 
 test-compute: $(VENV)/.dev-installed $(COMPUTE_VENV)/.installed

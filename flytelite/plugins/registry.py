@@ -92,6 +92,7 @@ class PluginRegistry:
 
 def default_plugins(ctx) -> PluginRegistry:
     from flytelite.plugins.compute.dask import DaskPlugin
+    from flytelite.plugins.compute.pytorch import PyTorchPlugin
     from flytelite.plugins.compute.ray import RayPlugin
     from flytelite.plugins.compute.spark import SparkPlugin
     from flytelite.plugins.container import RawContainerPlugin
@@ -110,5 +111,6 @@ def default_plugins(ctx) -> PluginRegistry:
         agents = AgentPlugin(ctx)
     local = LocalProcessPlugin(ctx)
     # All start processes on this machine: they share its task slots.
-    others = [RawContainerPlugin(ctx, local.slots), *(engine(ctx, local.slots) for engine in (SparkPlugin, RayPlugin, DaskPlugin))]
-    return PluginRegistry([local, *others, EchoPlugin()], routed, ctx.config.plugin_for, agents, default=local)
+    engines = [plugin(ctx, local.slots) for plugin in (SparkPlugin, RayPlugin, DaskPlugin, PyTorchPlugin)]
+    return PluginRegistry([local, RawContainerPlugin(ctx, local.slots), *engines, EchoPlugin()], routed,
+                          ctx.config.plugin_for, agents, default=local)

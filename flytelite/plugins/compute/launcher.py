@@ -242,6 +242,48 @@ def _post(url: str, body: dict) -> bool:
         return False
 
 
+class PyTorch(Engine):
+    """A PyTorchJob's replicas as processes of this machine, each in a folder of its own (a fast-registered task
+    unpacks its code where it starts); rank 0 writes to the task's log, the others to logs of their own."""
+
+    def up(self) -> None:
+        port = free_port()
+        if self.spec["elastic"]:
+            self.env.update({"PET_RDZV_ENDPOINT": f"127.0.0.1:{port}", "PET_RDZV_BACKEND": "c10d",
+                             "PET_NNODES": f"{self.spec['min_nodes']}:{self.spec['replicas']}"})
+        else:
+            self.env.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                             "WORLD_SIZE": str(self.spec["replicas"])})
+
+    def run_task(self, argv: list[str]) -> int:
+        replicas: list[subprocess.Popen] = []
+        try:
+            for rank in range(self.spec["replicas"]):
+                env = {**self.env, "RANK": str(rank)} if not self.spec["elastic"] else self.env
+                if rank == 0:
+                    replicas.append(subprocess.Popen(argv, env=env))
+                    continue
+                cwd = os.path.join(os.getcwd(), f"replica-{rank}")
+                os.makedirs(cwd, exist_ok=True)
+                with open(self.log_path(f"worker-{rank - 1}" if not self.spec["elastic"] else f"node-{rank}"),
+                          "ab") as log:
+                    replicas.append(subprocess.Popen(argv, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT))
+            while True:
+                codes = [p.poll() for p in replicas]
+                failed = next((c for c in codes if c not in (None, 0)), None)
+                if failed is not None:
+                    say(f"replica {codes.index(failed)} exited with code {failed}: the job failed")
+                    return failed
+                if all(c == 0 for c in codes):
+                    return 0
+                time.sleep(0.5)
+        finally:
+            for p in replicas:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+
+
 def _own_ports() -> dict[str, str]:
     """Ports of a Ray node whose defaults are fixed numbers, free ones instead: the clusters of attempts running
     at once on this machine (and any other Ray) would otherwise take the same."""
@@ -253,7 +295,7 @@ def _flags(params: dict[str, str]) -> list[str]:
     return [f"--{k}={v}" if v != "" else f"--{k}" for k, v in params.items()]
 
 
-ENGINES = {"dask": Dask, "ray": Ray}
+ENGINES = {"dask": Dask, "ray": Ray, "pytorch": PyTorch}
 
 
 def run(spec: dict, argv: list[str]) -> int:
