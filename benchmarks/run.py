@@ -20,8 +20,8 @@ measuring would slow the disk under the next row).
     python -m benchmarks.run [--runs N] [--out PATH] [--only SECTION[,SECTION...]]
     make bench BENCH_ARGS="--only postgresql --runs 1"
 
-`--only` measures some sections (engine, concurrent, peers, real, postgresql, kubernetes, pytest); such a partial run writes
-benchmarks/results/partial.md unless --out says otherwise, so latest.md always holds a whole run.
+`--only` measures some sections (engine, concurrent, peers, real, postgresql, kubernetes, compute, pytest);
+such a partial run writes benchmarks/results/partial.md unless --out says otherwise, so latest.md always holds a whole run.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from pathlib import Path
 import flytekit
 
 from benchmarks.common import Row
+from benchmarks.compute import compute_rows
 from benchmarks.concurrent import concurrent_rows
 from benchmarks.engine_only import engine_rows
 from benchmarks.k8s_pods import k8s_rows
@@ -68,11 +69,12 @@ def sections(root: Path, runs: int) -> dict[str, tuple[str, Callable[[], list[Ro
         "real": ("real tasks", lambda: real_rows(root, runs=runs, local_runs=3, peers=peers)),
         "postgresql": ("PostgreSQL, 1 and 3 replicas", lambda: postgres_rows(root, runs=runs)),
         "kubernetes": ("tasks as Kubernetes pods", lambda: k8s_rows(root, runs=runs)),
+        "compute": ("compute engines: Spark, Ray and Dask tasks", lambda: compute_rows(root, runs=runs)),
         "pytest": ("pytest plugin", lambda: pytest_plugin_rows(runs=runs)),
     }
 
 
-SECTION_NAMES = ("engine", "concurrent", "peers", "real", "postgresql", "kubernetes", "pytest")
+SECTION_NAMES = ("engine", "concurrent", "peers", "real", "postgresql", "kubernetes", "compute", "pytest")
 
 
 def machine() -> str:
@@ -182,6 +184,9 @@ How each row is measured (see the modules in benchmarks/ for the code):
 - *Kubernetes*: the project's single-node cluster (scripts/k8s, flytelite/testing_k8s.py) started for the
   run; python tasks as pods of the skeleton image running the project's venv through hostPath mounts
   (a cold interpreter per pod), beside the same workflows as warm local processes on another server.
+- *compute engines*: a Spark, a Ray and a Dask task (benchmarks/workflows/compute_wfs.py) in the engines' venv
+  (.venv-compute, `make test-compute`), their node's QUEUED to SUCCEEDED with the engine's start apart, beside
+  `pyflyte run` (local) of the same workflow from that venv (benchmarks/compute.py).
 - *pytest plugin*: `flytelite_server`'s start (a fresh temporary home, until /healthz answers) and the
   example project's hello test (`flytelite_run`: fast registration of its module, the run, its outputs).
 - *flytekit local*: the same workflow function called in this Python process (flytekit's local execution).

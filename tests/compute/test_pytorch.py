@@ -15,7 +15,7 @@ def test_pytorch_replicas_and_elastic_nodes_reduce_across_each_other(server, tmp
     name = run(server, tmp_path, "pytorch_wf.py", "pytorch_wf")
     execution = finished(server, name)
     succeeded(execution)
-    assert execution.outputs["o0"] == "world=3 sum=6 rank=0"
+    assert execution.outputs["o0"] == "world=3 sum=6 ranks=3"
     assert execution.outputs["o1"] == "world=2 sum=3"
     assert execution.outputs["o2"] == "world=2 sum=3"
     logs = {log.name for n in execution.node_executions.values() for t in n.task_executions

@@ -85,7 +85,7 @@ class Engine:
         self.env = dict(os.environ)
 
     def log_path(self, name: str) -> str:
-        return os.path.join(self.spec["log_dir"], f"{self.spec['log_prefix']}-{name}.log")
+        return os.path.join(self.spec["log_dir"], f"{self.spec['log_prefix']}.{name}.log")
 
     def start(self, name: str, argv: list[str]) -> Component:
         component = Component(name, argv, self.log_path(name), self.env)
@@ -301,7 +301,9 @@ ENGINES = {"dask": Dask, "ray": Ray, "pytorch": PyTorch}
 def run(spec: dict, argv: list[str]) -> int:
     engine = ENGINES[spec["engine"]](spec)
     try:
+        started = time.monotonic()
         engine.up()
+        say(f"engine up in {time.monotonic() - started:.2f} s")
         return engine.run_task(argv)
     except EngineFailed as e:
         say(f"the {spec['engine']} engine failed: {e}")

@@ -127,7 +127,7 @@ class EnginePlugin(LocalProcessPlugin):
         logs[0].name = f"{self.role.capitalize()} log ({self.id})"
         path = Path(st.log_path)
         base = logs[0].uri[: -len(path.name)]
-        for component in sorted(path.parent.glob(f"{path.stem}-*.log")):
+        for component in sorted(path.parent.glob(f"{path.stem}.*.log")):
             name = component.stem[len(path.stem) + 1:]
             logs.append(execution_pb2.TaskLog(uri=base + component.name, name=f"{name} log ({self.id})"))
         return logs
