@@ -6,9 +6,9 @@ Flyte task and tears it down after:
 It runs with the task's interpreter, which has flytekit and the engine but not flytelite: standard library only.
 It starts the engine's processes (a Dask scheduler and its workers; a Ray head and its worker groups), each
 logging to a file of its own; once the engine answers, it runs the task's command against it (Dask: with the
-scheduler's address in DASK_SCHEDULER_ADDRESS; Ray: submitted as a Ray job, as KubeRay's RayJob submitter does);
-then it stops every process it started and exits with the task's exit code. A spec with an `address` joins
-that cluster instead of starting one.
+scheduler's address in DASK_SCHEDULER_ADDRESS; Ray: submitted as a Ray job, as KubeRay's RayJob submitter does;
+PyTorch: once per replica, with the variables the training operator gives each); then it stops every process it
+started and exits with the task's exit code. A spec with an `address` joins that cluster instead of starting one.
 
 Should an engine process die while the task runs, the task is killed and the launcher exits with LOST, saying
 which one in the task's log: the plugin reports that as a system error, as the operators report a lost
@@ -46,10 +46,10 @@ def say(message: str) -> None:
 
 
 class Component:
-    """One engine process: its name (as its log link names it), its command, its log file."""
+    """One engine process, named as its log link names it, logging to a file of its own."""
 
     def __init__(self, name: str, argv: list[str], log_path: str, env: dict[str, str]):
-        self.name, self.argv = name, argv
+        self.name = name
         with open(log_path, "ab") as log:
             self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          env=env)
