@@ -64,16 +64,17 @@ def succeeded(execution) -> None:
     assert execution.closure.phase == WorkflowExecutionPhase.SUCCEEDED, execution.error
 
 
-def attempts_processes(execution: str) -> list[str]:
-    """Command lines of the live processes that carry the marker of one of the execution's attempts (anything
-    its tasks or their engines started)."""
+def attempts_processes(execution: str, with_pids: bool = False) -> list:
+    """Command lines (with `with_pids`, (pid, command line)) of the live processes that carry the marker of one
+    of the execution's attempts: anything its tasks or their engines started."""
     found = []
     needle = f"{MARKER_ENV}=flytesnacks-development-{execution}/".encode()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 if needle in (entry / "environ").read_bytes():
-                    found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+                    line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                    found.append((int(entry.name), line) if with_pids else line)
             except OSError:
                 continue
     return found

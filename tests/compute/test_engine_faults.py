@@ -1,14 +1,15 @@
 """Engines and faults: a server SIGKILLed while a Spark, a Ray and a Dask task run adopts them when it starts
-again (no second cluster, no second run); an aborted execution stops its engines. Either way no process of
-theirs is left."""
+again (no second cluster, no second run); an aborted execution stops its engines, and either way no process of
+theirs is left; a worker lost while the task runs is a system error, and the retry runs."""
 
 from __future__ import annotations
 
+import os
 import signal
 from pathlib import Path
 
 import pytest
-from flytekit.models.core.execution import WorkflowExecutionPhase
+from flytekit.models.core.execution import ExecutionError, WorkflowExecutionPhase
 
 from flytelite.testing import make_server
 from tests.compute.conftest import NO_ENGINES, attempts_processes, compute_config, finished, run, succeeded
@@ -55,3 +56,20 @@ def test_an_aborted_execution_stops_its_engines(server, tmp_path):
     execution = finished(server, name)
     assert execution.closure.phase == WorkflowExecutionPhase.ABORTED
     wait_for(lambda: not attempts_processes(name), "the engines' processes to exit", timeout=60)
+
+
+def test_a_worker_lost_mid_task_is_a_system_error_and_the_retry_runs(server, tmp_path):
+    marker, journal = tmp_path / "never", tmp_path / "journal"
+    name = run(server, tmp_path, "engines_wf.py", "lost_worker_wf", "--marker", str(marker), "--journal",
+               str(journal))
+    wait_for(lambda: _started(journal), "the first attempt to start", timeout=300)
+    worker = next(line for line in attempts_processes(name, with_pids=True) if " worker " in line[1])
+    os.kill(worker[0], signal.SIGKILL)
+    execution = finished(server, name)
+    succeeded(execution)
+    assert execution.outputs["o0"] == 5
+    attempts = execution.node_executions["n0"].task_executions
+    assert len(attempts) == 2
+    error = attempts[0].closure.error
+    assert error.kind == ExecutionError.ErrorKind.SYSTEM, error
+    assert "the worker-" in error.message and "exited with code -9 while the task ran" in error.message, error.message

@@ -48,3 +48,18 @@ def dask_waits(marker: str, journal: str) -> int:
 def engines_wf(marker: str, journal: str) -> tuple[int, int, int]:
     return spark_waits(marker=marker, journal=journal), ray_waits(marker=marker, journal=journal), \
         dask_waits(marker=marker, journal=journal)
+
+
+@task(task_config=Dask(workers=WorkerGroup(number_of_workers=2)))
+def dask_loses_a_worker(marker: str, journal: str) -> int:
+    """Waits on its first attempt (a test kills a worker meanwhile); the retry computes."""
+    from distributed import Client
+
+    if os.environ.get("FLYTE_ATTEMPT_NUMBER", "0") == "0":
+        _wait(marker, journal, "dask")
+    return Client().submit(sum, [2, 3]).result()
+
+
+@workflow
+def lost_worker_wf(marker: str, journal: str) -> int:
+    return dask_loses_a_worker(marker=marker, journal=journal)
