@@ -92,6 +92,7 @@ class PluginRegistry:
 
 def default_plugins(ctx) -> PluginRegistry:
     from flytelite.plugins.compute.dask import DaskPlugin
+    from flytelite.plugins.compute.mpi import MPIPlugin
     from flytelite.plugins.compute.pytorch import PyTorchPlugin
     from flytelite.plugins.compute.ray import RayPlugin
     from flytelite.plugins.compute.spark import SparkPlugin
@@ -111,6 +112,7 @@ def default_plugins(ctx) -> PluginRegistry:
         agents = AgentPlugin(ctx)
     local = LocalProcessPlugin(ctx)
     # All start processes on this machine: they share its task slots.
-    engines = [plugin(ctx, local.slots) for plugin in (SparkPlugin, RayPlugin, DaskPlugin, PyTorchPlugin)]
+    engines = [plugin(ctx, local.slots)
+               for plugin in (SparkPlugin, RayPlugin, DaskPlugin, PyTorchPlugin, MPIPlugin)]
     return PluginRegistry([local, RawContainerPlugin(ctx, local.slots), *engines, EchoPlugin()], routed,
                           ctx.config.plugin_for, agents, default=local)

@@ -284,6 +284,37 @@ class PyTorch(Engine):
                     p.wait()
 
 
+class MPI(Engine):
+    """An MPIJob's launcher command (`mpirun … -np N <rank command>`), its ranks on this machine."""
+
+    def up(self) -> None:
+        # As many ranks as the job has slots, whatever this machine's processors; shared memory between ranks
+        # without the ptrace-based copy a container may forbid.
+        self.env.update({"OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_MCA_btl_vader_single_copy_mechanism": "none"})
+
+    def run_task(self, argv: list[str]) -> int:
+        at = argv.index("-np") + 2
+        rank = [_local_entrypoint(word, self.bin) for word in argv[at:]]
+        return super().run_task([*argv[:at], sys.executable, __file__, "--rank", "--", *rank])
+
+
+def _local_entrypoint(word: str, bin_dir: str) -> str:
+    """flytekit's entrypoint.py as the image has it, or this environment's when this machine has no such file."""
+    if word.endswith("/entrypoint.py") and not os.path.exists(word):
+        return os.path.join(bin_dir, "entrypoint.py")
+    return word
+
+
+def become_rank(argv: list[str]) -> None:
+    """Run one MPI rank's command; each rank but the first in a folder of its own."""
+    rank = os.environ.get("OMPI_COMM_WORLD_RANK", "0")
+    if rank != "0":
+        folder = os.path.join(os.getcwd(), f"rank-{rank}")
+        os.makedirs(folder, exist_ok=True)
+        os.chdir(folder)
+    os.execvp(argv[0], argv)
+
+
 def _own_ports() -> dict[str, str]:
     """Ports of a Ray node whose defaults are fixed numbers, free ones instead: the clusters of attempts running
     at once on this machine (and any other Ray) would otherwise take the same."""
@@ -295,7 +326,7 @@ def _flags(params: dict[str, str]) -> list[str]:
     return [f"--{k}={v}" if v != "" else f"--{k}" for k, v in params.items()]
 
 
-ENGINES = {"dask": Dask, "ray": Ray, "pytorch": PyTorch}
+ENGINES = {"dask": Dask, "ray": Ray, "pytorch": PyTorch, "mpi": MPI}
 
 
 def run(spec: dict, argv: list[str]) -> int:
@@ -313,6 +344,8 @@ def run(spec: dict, argv: list[str]) -> int:
 
 
 def main() -> None:
+    if sys.argv[1] == "--rank":
+        become_rank(sys.argv[3:])
     spec = json.loads(sys.argv[1])
     if sys.argv[2] != "--":
         raise SystemExit("usage: launcher.py '<spec>' -- <command>")

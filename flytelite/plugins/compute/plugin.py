@@ -83,8 +83,8 @@ class EnginePlugin(LocalProcessPlugin):
 
     task_types: tuple[str, ...] = ()
     is_default = False
-    # What the task's environment must have: a program in its interpreter's folder, and the package to install
-    # for it.
+    # What the task's environment must have (see missing()): a program in its interpreter's folder, and the
+    # package to install for it.
     program = ""
     package = ""
     # What the task's own process is, in its log link's name.
@@ -99,6 +99,13 @@ class EnginePlugin(LocalProcessPlugin):
         """The launcher's spec of the engine for this task (raises BadShape)."""
         raise NotImplementedError
 
+    def missing(self, interpreter: str) -> str | None:
+        """What the task's environment (that of `interpreter`) lacks to run the engine; None: nothing."""
+        if os.path.exists(os.path.join(os.path.dirname(interpreter), self.program)):
+            return None
+        return (f"{self.package} in its environment ({interpreter}), which has no {self.program!r}: install it "
+                f"there (pip install {self.package})")
+
     def _prepare(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo:
         try:
             self.shape(tctx)
@@ -106,11 +113,11 @@ class EnginePlugin(LocalProcessPlugin):
             return PluginPhaseInfo.failure(E.BAD_TASK_SPECIFICATION, f"task {tctx.task.id.name}: {e}", kind=USER,
                                            retryable=False)
         interpreter = self.ctx.config.interpreter_for(tctx.container.image)
-        if not os.path.exists(os.path.join(os.path.dirname(interpreter), self.program)):
+        lacking = self.missing(interpreter)
+        if lacking is not None:
             return PluginPhaseInfo.failure(
-                E.BAD_TASK_SPECIFICATION, f"task {tctx.task.id.name} of type {tctx.task.type!r} needs "
-                f"{self.package} in its environment ({interpreter}), which has no {self.program!r}: install it "
-                f"there (pip install {self.package})", kind=USER, retryable=False)
+                E.BAD_TASK_SPECIFICATION, f"task {tctx.task.id.name} of type {tctx.task.type!r} needs {lacking}",
+                kind=USER, retryable=False)
         return super()._prepare(tctx, st)
 
     def _command(self, tctx: TaskExecutionContext, st: AttemptState) -> tuple[list[str], dict[str, str]]:
