@@ -61,7 +61,7 @@ FLYTEKIT_VERSION = $(shell $(PYTHON) -c "import tomllib; deps = tomllib.load(ope
 COMPUTE_PLUGINS = spark ray dask kfpytorch kfmpi
 # torch's CPU build (the release pip finds on these machines without a download of several GB).
 COMPUTE_TORCH ?= torch==2.13.0
-$(COMPUTE_VENV)/.installed: pyproject.toml
+$(COMPUTE_VENV)/.installed: pyproject.toml Makefile
 	test -x $(COMPUTE_VENV)/bin/python || $(PYTHON) -m venv $(COMPUTE_VENV)
 	$(COMPUTE_VENV)/bin/python -m pip install -q --upgrade pip setuptools wheel
 	$(COMPUTE_VENV)/bin/python -m pip install -q "flytekit==$(FLYTEKIT_VERSION)" \
