@@ -25,7 +25,7 @@ from google.protobuf import json_format, message
 from flytelite.context import Context
 from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import USER
-from flytelite.plugins.local_process import AttemptState, LocalProcessPlugin
+from flytelite.plugins.local_process import AttemptState, AttemptStatus, LocalProcessPlugin
 from flytelite.plugins.machinery import processes
 from flytelite.plugins.machinery.core import PluginPhaseInfo, TaskExecutionContext
 from flytelite.plugins.machinery.slots import TaskSlots, machine_memory
@@ -142,7 +142,7 @@ class EnginePlugin(LocalProcessPlugin):
     def finalize(self, tctx: TaskExecutionContext) -> None:
         super().finalize(tctx)
         st = AttemptState.load(tctx.state)
-        if st.marker and not self._elsewhere(st):
+        if st.status in (AttemptStatus.DONE, AttemptStatus.ABORTED) and st.marker and not self._elsewhere(st):
             for pid, started in processes.marked(st.marker):
                 processes.kill(pid, started, signal.SIGKILL)
 
