@@ -105,7 +105,8 @@ def test_timeout_kills_the_process_and_times_out_the_node(tmp_path):
     pids = []
 
     async def note_pid(ctx, key, engine):
-        pids.append(await h.wait_for(lambda: h.running_pid(ctx, key, "n0")))
+        # On a loaded machine the timeout may end the attempt before it was seen running: then no pid.
+        pids.append(await h.wait_for(lambda: h.running_pid(ctx, key, "n0") or (h.load(ctx, key)[0].done and -1)))
 
     ctx, key, sink, status, took = run_workflow(tmp_path, ft.too_slow_wf, {"marker_dir": str(marks)}, "slow",
                                                 during=note_pid)
@@ -117,7 +118,7 @@ def test_timeout_kills_the_process_and_times_out_the_node(tmp_path):
     assert err.code == "TimeoutExpired" and "timeout [2s] expired" in err.message
     # The process the engine started is gone (it may have been killed before it marked itself, when starting
     # an interpreter took a loaded machine longer than the timeout).
-    assert _gone(pids[0])
+    assert pids[0] == -1 or _gone(pids[0])
     for line in markers(marks, "too_slow"):
         assert _gone(int(line.split()[0]))
 
