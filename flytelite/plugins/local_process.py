@@ -359,9 +359,11 @@ class LocalProcessPlugin(Plugin):
         return os.path.join(self._temp_root, hashlib.sha1(marker.encode()).hexdigest()[:16])
 
     def _ray_dir(self, marker: str) -> str:
-        """The attempt's Ray temp folder (RAY_TMPDIR), for a Ray the task starts itself (modin, ray.init()): Ray
-        puts unix sockets three levels below it, which the attempt's temp folder is too deep for."""
-        return os.path.join(tempfile.gettempdir(), "ray-" + hashlib.sha1(marker.encode()).hexdigest()[:12])
+        """The attempt's Ray temp folder (RAY_TMPDIR), for a Ray the task starts itself (modin, ray.init()) or the
+        compute plugin starts for it: Ray puts unix sockets (at most 107 bytes) three levels below it, which leaves
+        it 45 bytes. The attempt's temp folder is too deep, and so may the system's be (TMPDIR): /tmp it is."""
+        root = "/tmp" if os.access("/tmp", os.W_OK) else tempfile.gettempdir()
+        return os.path.join(root, "ray-" + hashlib.sha1(marker.encode()).hexdigest()[:12])
 
     def _started(self, tctx, st: AttemptState, pid: int, started: int | None, proc) -> PluginPhaseInfo:
         st.status, st.pid, st.start_time = AttemptStatus.RUNNING, pid, started
