@@ -125,23 +125,41 @@ def run_command(request: messages.Run) -> int:
 _BLAS_SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads")
 
 
-def restore_blas_threads() -> None:
-    """Give OpenBLAS, which the zygote loaded with one thread (zygote.py), the threads it would take in a fresh
-    process of this environment: OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else one per processor."""
+def _blas_setters() -> list:
+    """The thread count setters of the OpenBLAS libraries loaded now (found once, in the zygote: its workers
+    inherit them)."""
     if "numpy" not in sys.modules:
-        return
-    wanted = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS") or ""
-    threads = int(wanted) if wanted.isdigit() and int(wanted) > 0 else os.cpu_count() or 1
+        return []
     try:
         with open("/proc/self/maps") as maps:
             libraries = {line.split()[-1] for line in maps if "openblas" in line.lower() and ".so" in line}
     except OSError:
-        return
-    for library in libraries:
+        return []
+    found = []
+    for library in sorted(libraries):
         loaded = ctypes.CDLL(library)
         setter = next((getattr(loaded, name) for name in _BLAS_SETTERS if hasattr(loaded, name)), None)
         if setter is not None:
+            found.append(setter)
+    return found
+
+
+_BLAS = _blas_setters()
+# The thread count last given to them in this process (the zygote's: one).
+_blas_threads = [1]
+
+
+def restore_blas_threads() -> None:
+    """Give OpenBLAS, which the zygote loaded with one thread (zygote.py), the threads it would take in a fresh
+    process of this environment: OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else one per processor."""
+    if not _BLAS:
+        return
+    wanted = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS") or ""
+    threads = int(wanted) if wanted.isdigit() and int(wanted) > 0 else os.cpu_count() or 1
+    if threads != _blas_threads[0]:
+        for setter in _BLAS:
             setter(threads)
+        _blas_threads[0] = threads
 
 
 def _set_environment(env: dict[str, str]) -> None:
