@@ -183,11 +183,7 @@ class Ray(Engine):
 
     def alive_nodes(self) -> int:
         """The cluster's live nodes, from the dashboard's state API (0 while it does not answer)."""
-        try:
-            with urllib.request.urlopen(f"{self.dashboard}/api/v0/nodes", timeout=5) as answer:
-                nodes = json.load(answer)["data"]["result"]["result"]
-        except (OSError, ValueError, KeyError, TypeError):
-            return 0
+        nodes = _get(f"{self.dashboard}/api/v0/nodes").get("data", {}).get("result", {}).get("result", [])
         return sum(1 for node in nodes if node.get("state") == "ALIVE")
 
     def run_task(self, argv: list[str]) -> int:
@@ -294,15 +290,18 @@ class MPI(Engine):
 
     def run_task(self, argv: list[str]) -> int:
         at = argv.index("-np") + 2
-        rank = [_local_entrypoint(word, self.bin) for word in argv[at:]]
+        rank = [local_entrypoint(word, self.bin) for word in argv[at:]]
         return super().run_task([*argv[:at], sys.executable, __file__, "--rank", "--", *rank])
 
 
-def _local_entrypoint(word: str, bin_dir: str) -> str:
-    """flytekit's entrypoint.py as the image has it, or this environment's when this machine has no such file."""
-    if word.endswith("/entrypoint.py") and not os.path.exists(word):
-        return os.path.join(bin_dir, "entrypoint.py")
-    return word
+def local_entrypoint(word: str, bin_dir: str) -> str:
+    """A command word naming flytekit's entrypoint.py as the image has it (a path, or a `local://` one): that file
+    when this machine has it, else the one in this environment's bin folder; any other word as it is."""
+    path = word.removeprefix("local://")
+    if os.path.exists(path):
+        return path
+    ours = os.path.join(bin_dir, "entrypoint.py")
+    return ours if path.endswith("entrypoint.py") and os.path.exists(ours) else word
 
 
 def become_rank(argv: list[str]) -> None:

@@ -16,6 +16,7 @@ import shutil
 
 from flyteidl.plugins import spark_pb2
 
+from flytelite.plugins.compute.launcher import local_entrypoint
 from flytelite.plugins.compute.plugin import BadShape, EnginePlugin, custom, fits, quantity
 from flytelite.plugins.local_process import AttemptState
 from flytelite.plugins.machinery.core import TaskExecutionContext
@@ -68,18 +69,8 @@ class SparkPlugin(EnginePlugin):
             argv += ["--conf", f"{key}={value}"]
         if shape["main_class"]:
             argv += ["--class", shape["main_class"]]
-        argv += [self._application(shape["file"], bin_dir), *rendered_command(tctx)]
+        argv += [local_entrypoint(shape["file"], bin_dir), *rendered_command(tctx)]
         env = self._environment(tctx, st, bin_dir)
         env.update({"PYSPARK_PYTHON": interpreter, "PYSPARK_DRIVER_PYTHON": interpreter})
         os.makedirs(conf["spark.local.dir"], exist_ok=True)
         return argv, env
-
-    def _application(self, file: str, bin_dir: str) -> str:
-        """The application file here: the task's own when this machine has it (`local://` is a path in the
-        image), else flytekit's entrypoint.py in the task's environment, which the image's would be."""
-        path = file.removeprefix("local://")
-        if os.path.exists(path):
-            return path
-        if path.endswith("entrypoint.py") and os.path.exists(os.path.join(bin_dir, "entrypoint.py")):
-            return os.path.join(bin_dir, "entrypoint.py")
-        return file
