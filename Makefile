@@ -55,7 +55,8 @@ test-oldest: $(VENV)/.dev-installed $(OLDEST_VENV)/.installed
 # The compute plugins on the real engines (tests/compute): a task environment of its own with flytekit's Spark,
 # Ray, Dask and PyTorch plugins at the flytekit release pyproject.toml pins, and the engines they bring (pyspark,
 # ray[default], dask[distributed]) and torch's CPU build; Spark also needs a Java runtime on the machine, MPI
-# Open MPI's mpirun. pip keeps what it downloads and builds in its cache, outside the clone.
+# Open MPI's mpirun. pip keeps what it downloads and builds in its cache, outside the clone. The tests of the
+# compute task types on Kubernetes (test_on_kubernetes.py) start the project's test cluster (`make k8s-build`).
 COMPUTE_VENV ?= .venv-compute
 FLYTEKIT_VERSION = $(shell $(PYTHON) -c "import tomllib; deps = tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']; print(next(d.split('==')[1] for d in deps if d.startswith('flytekit==')))")
 COMPUTE_PLUGINS = spark ray dask kfpytorch kfmpi

@@ -25,6 +25,8 @@ import yaml
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts" / "k8s"
 # The skeleton image of task pods: no files of its own beyond /etc/passwd; mount the host's /usr.
 TASK_IMAGE = "localhost/flytelite-task:v1"
+# The same skeleton whose entrypoint runs Spark's driver and executors (scripts/k8s/spark-entrypoint.sh).
+SPARK_IMAGE = "localhost/flytelite-spark:v1"
 COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kubectl", "pause")
 
 

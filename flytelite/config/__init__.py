@@ -213,6 +213,9 @@ class KubernetesConfig:
     max_pods_in_flight: int = 500
     # FlytePropeller's image-pull-backoff-grace-period: ImagePullBackOff fails the attempt after this.
     image_pull_grace_seconds: float = 180.0
+    # A PyTorchJob or MPIJob the training operator has not started this long after its creation fails
+    # (flyteplugins' kf-operator timeout; 0: wait forever).
+    kubeflow_timeout_seconds: float = 60.0
     # Raw containers (flytekit ContainerTask) with data config get their inputs laid out and their outputs
     # collected by two containers beside theirs (FlytePropeller's co-pilot): `copilot_command` in
     # `copilot_image`, an image with flytelite installed (empty: the image "default" in `images` maps to).

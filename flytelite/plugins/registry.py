@@ -1,8 +1,8 @@
 """The task plugin registry: which plugin runs a task (FlytePropeller's plugin resolution in its task handler).
 
 In order: the task types the agent configuration claims go to agents (`agent_service.agent_for_task_types`,
-`supported_task_types`); the `plugins` / `project_plugins` configuration may send a task type to the
-Kubernetes plugin or to agents; a plugin registered for the task type runs it; any other task type goes to
+`supported_task_types`); the `plugins` / `project_plugins` configuration may send a task type to
+Kubernetes (the plugin there for that type: the Spark driver pod, an operator's job, else a pod) or to agents; a plugin registered for the task type runs it; any other task type goes to
 agents when an agent serves it, and otherwise, when the task carries a container (or a pod spec), to the
 default plugin, as FlytePropeller's pod plugin is the default for task types without a plugin of their own.
 """
@@ -26,26 +26,27 @@ class PluginNotFound(LookupError):
     pass
 
 
-# Which plugin runs a task type in a project and domain: a name among the registry's `routed` plugins,
+# Which plugin runs a task type in a project and domain: a placement among the registry's `routed` ones,
 # "agents", or "local" for the plugin registered for the type (Config.plugin_for).
 Route = Callable[[str, str, str], str]
 
 
 
 class PluginRegistry:
-    def __init__(self, plugins: Iterable[Plugin], routed: dict[str, Plugin] | None = None,
+    def __init__(self, plugins: Iterable[Plugin], routed: dict[str, list[Plugin]] | None = None,
                  route: Route | None = None, agents: AgentPlugin | None = None, default: Plugin | None = None):
-        """`plugins` run the task types they name; `route` may send a task type of a project and domain to
-        one of the `routed` plugins (the kubernetes plugin, by config) or to `agents`; `agents` runs the task
-        types its configuration claims, and those of other types that an agent serves; `default` runs the rest
-        of the tasks that carry a container."""
+        """`plugins` run the task types they name; `route` may send a task type of a project and domain to a
+        placement of `routed` (kubernetes, by config), whose plugin for that type runs it (else its default
+        plugin), or to `agents`; `agents` runs the task types its configuration claims, and those of other
+        types that an agent serves; `default` runs the rest of the tasks that carry a container."""
         plugins = list(plugins)
-        self.routed = dict(routed or {})
+        self.routed = {name: list(found) for name, found in (routed or {}).items()}
         self.agents = agents
         self.default = default
         if agents is not None:
             agents.default = default
-        self.plugins = plugins + list(self.routed.values()) + ([agents] if agents is not None else [])
+        self.plugins = (plugins + [p for found in self.routed.values() for p in found]
+                        + ([agents] if agents is not None else []))
         self.route = route
         self._by_type: dict[str, Plugin] = {}
         for plugin in plugins:
@@ -65,12 +66,7 @@ class PluginRegistry:
                                          "agent service is off (agent_service)")
                 return self.agents
             if name in self.routed:
-                plugin = self.routed[name]
-                if task_type not in plugin.task_types and not (plugin.is_default and carries_container(task)):
-                    raise PluginNotFound(f"the configuration sends task type {task_type!r} to the {name} plugin, "
-                                         f"which runs task types {', '.join(plugin.task_types)} and tasks that "
-                                         "carry a container")
-                return plugin
+                return self._placed(name, task)
         found = self._by_type.get(task_type) or self.agents
         if found is None and self.default is not None and carries_container(task):
             found = self.default
@@ -80,6 +76,19 @@ class PluginRegistry:
                 f"task types {', '.join(sorted(self._by_type))}, and any type whose task carries a container"
             )
         return found
+
+    def _placed(self, name: str, task: tasks_pb2.TaskTemplate) -> Plugin:
+        """The plugin of placement `name` for this task: the one for its type, else the placement's default."""
+        found = self.routed[name]
+        for plugin in found:
+            if task.type in plugin.task_types:
+                return plugin
+        default = next((p for p in found if p.is_default), None)
+        if default is None or not carries_container(task):
+            types = sorted({t for p in found for t in p.task_types})
+            raise PluginNotFound(f"the configuration sends task type {task.type!r} to {name}, which runs task "
+                                 f"types {', '.join(types)} and tasks that carry a container")
+        return default
 
     def setup(self, loop) -> None:
         for plugin in self.plugins:
@@ -100,11 +109,17 @@ def default_plugins(ctx) -> PluginRegistry:
     from flytelite.plugins.echo import EchoPlugin
     from flytelite.plugins.local_process import LocalProcessPlugin
 
-    routed: dict[str, Plugin] = {}
+    routed: dict[str, list[Plugin]] = {}
     if ctx.config.uses_kubernetes:
+        from flytelite.plugins.kubernetes.dask import DaskJobPlugin
+        from flytelite.plugins.kubernetes.kubeflow import MPIJobPlugin, PyTorchJobPlugin
         from flytelite.plugins.kubernetes.plugin import KubernetesPlugin
+        from flytelite.plugins.kubernetes.ray import RayJobPlugin
+        from flytelite.plugins.kubernetes.spark import SparkDriverPlugin
 
-        routed["kubernetes"] = KubernetesPlugin(ctx)
+        pods = KubernetesPlugin(ctx)
+        routed["kubernetes"] = [pods, *(plugin(ctx, pods.api) for plugin in (
+            SparkDriverPlugin, RayJobPlugin, DaskJobPlugin, PyTorchJobPlugin, MPIJobPlugin))]
     agents = None
     if ctx.config.agent_service.enabled:
         from flytelite.plugins.agents.plugin import AgentPlugin

@@ -29,6 +29,7 @@ SERVICE_SUBNET=10.0.0.0/24
 # Images the cluster uses (images.sh builds and imports them; no registry anywhere).
 PAUSE_IMAGE=localhost/flytelite-pause:3.2
 TASK_IMAGE=localhost/flytelite-task:v1
+SPARK_IMAGE=localhost/flytelite-spark:v1
 
 # The components start.sh starts, in order.
 COMPONENTS=(containerd etcd apiserver kubelet controller-manager scheduler)

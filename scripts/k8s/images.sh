@@ -3,6 +3,9 @@
 #   localhost/flytelite-pause:3.2   the pod sandbox: Kubernetes' pause.c, static (built by build.sh)
 #   localhost/flytelite-task:v1     a skeleton (merged-/usr symlinks, /etc/passwd, /tmp) whose pods
 #                                   hostPath-mount the host's /usr and any Python environment they run
+#   localhost/flytelite-spark:v1    the skeleton with spark-entrypoint.sh as its entrypoint and /root as its
+#                                   working folder, as flytekit's images have it: the image of
+#                                   Spark's driver and executor pods (Spark and Java through the same mounts)
 # start.sh runs it; run it again to re-import into a running cluster. Pods use imagePullPolicy: Never.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +28,11 @@ skeleton=(--dir usr --dir etc --dir proc --dir sys --dir dev --dir root:0700 --d
           --text 'etc/group:root:x:0:\nnogroup:x:65534:\n')
 "${MKIMAGE[@]}" "$TASK_IMAGE" "$OUT/task.tar" "${skeleton[@]}" --env LANG=C.UTF-8 --cmd '["/usr/bin/python3"]' >/dev/null
 
-for archive in pause task; do
+# The entrypoint lives outside /usr, which the pods mount from the host over the image's own.
+"${MKIMAGE[@]}" "$SPARK_IMAGE" "$OUT/spark.tar" "${skeleton[@]}" --dir opt --file "opt/entrypoint.sh:$HERE/spark-entrypoint.sh:0755" \
+    --env LANG=C.UTF-8 --workdir /root --entrypoint '["/opt/entrypoint.sh"]' >/dev/null
+
+for archive in pause task spark; do
     ctr -a "$CONTAINERD_SOCK" -n k8s.io images import "$OUT/$archive.tar" >/dev/null
 done
-echo "images $PAUSE_IMAGE $TASK_IMAGE imported in $(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}s')" "$T0" "$(date +%s.%N)")"
+echo "images $PAUSE_IMAGE $TASK_IMAGE $SPARK_IMAGE imported in $(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}s')" "$T0" "$(date +%s.%N)")"

@@ -44,10 +44,11 @@ def task(task_type: str, container: bool = True) -> tasks_pb2.TaskTemplate:
 LOCAL = Named("local-process", ("python-task", "sidecar"), is_default=True)
 SPARK = Named("spark", ("spark",))
 KUBE = Named("container", ("python-task", "sidecar"), is_default=True)
+KUBE_SPARK = Named("spark", ("spark",))
 
 
 def registry(routes: dict[str, str] | None = None, agents: Agents | None = None) -> PluginRegistry:
-    return PluginRegistry([LOCAL, SPARK], {"kubernetes": KUBE}, lambda t, p, d: (routes or {}).get(t, "local"),
+    return PluginRegistry([LOCAL, SPARK], {"kubernetes": [KUBE, KUBE_SPARK]}, lambda t, p, d: (routes or {}).get(t, "local"),
                           agents, default=LOCAL)
 
 
@@ -64,8 +65,16 @@ def test_the_configuration_routes_a_type_to_agents_or_to_kubernetes():
     assert r.get(task("bigquery_query_job_task", container=False), KEY) is agents
     # The pod plugin is the default: it runs any type whose task carries a container.
     assert r.get(task("duckdb"), KEY) is KUBE
-    with pytest.raises(PluginNotFound, match="which runs task types python-task, sidecar"):
+    with pytest.raises(PluginNotFound, match="which runs task types python-task, sidecar, spark"):
         r.get(task("duckdb", container=False), KEY)
+
+
+def test_a_type_routed_to_kubernetes_runs_on_the_plugin_there_for_that_type():
+    r = registry({"spark": "kubernetes", "python-task": "kubernetes"})
+    assert r.get(task("spark"), KEY) is KUBE_SPARK
+    assert r.get(task("python-task"), KEY) is KUBE
+    # Unrouted, spark stays on this machine's plugin.
+    assert registry().get(task("spark"), KEY) is SPARK
 
 
 def test_a_type_without_a_plugin_goes_to_the_agents_when_they_run_else_to_the_default_plugin():

@@ -31,7 +31,7 @@ class RayPlugin(EnginePlugin):
 
     def shape(self, tctx: TaskExecutionContext) -> dict:
         job = custom(tctx.task, ray_pb2.RayJob)
-        spec = {"engine": "ray", "submission_id": tctx.unique_key, "runtime_env": _runtime_env(job),
+        spec = {"engine": "ray", "submission_id": tctx.unique_key, "runtime_env": runtime_env(job),
                 "job_env": flyte_task_env(tctx, self.ctx)}
         address = self.ctx.config.ray.address
         if address:
@@ -42,7 +42,7 @@ class RayPlugin(EnginePlugin):
         return {**spec, "head": dict(cluster.head_group_spec.ray_start_params), "groups": groups}
 
 
-def _runtime_env(job: ray_pb2.RayJob) -> dict:
+def runtime_env(job: ray_pb2.RayJob) -> dict:
     try:
         if job.runtime_env_yaml:
             env = yaml.safe_load(job.runtime_env_yaml)

@@ -1,11 +1,12 @@
-"""One watch on every pod flytelite created, kept as a cache, in the way of client-go's informers.
+"""One watch on every object of a kind flytelite created (pods, or an operator's custom resources), kept as a
+cache, in the way of client-go's informers.
 
-A thread lists the pods labelled `flytelite.io/managed=true` in all namespaces, then watches them from
-the list's resourceVersion; every change updates the cache and calls `on_change(pod)`, which wakes the
-execution that owns the pod (FlytePropeller's plugin manager enqueues the owner of a watched object the
+A thread lists the objects labelled `flytelite.io/managed=true` in all namespaces, then watches them from
+the list's resourceVersion; every change updates the cache and calls `on_change(obj, key)`, which wakes the
+execution that owns the object (FlytePropeller's plugin manager enqueues the owner of a watched object the
 same way). A watch that ends is resumed from the last version seen; an expired version (410 Gone) or an
-error relists. Rounds read pods from the cache, never by polling the apiserver. Pods are dicts in the
-API's JSON shape.
+error relists. Rounds read objects from the cache, never by polling the apiserver. Objects are dicts in
+the API's JSON shape.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
@@ -35,10 +38,13 @@ def pod_key(pod: dict) -> PodKey:
     return meta.get("namespace", ""), meta.get("name", "")
 
 
-class PodInformer:
-    def __init__(self, api: client.CoreV1Api, on_change: Callable[[dict | None, PodKey], None]):
-        """`on_change(pod, key)` is called from the informer's thread for each change (pod None: deleted)."""
-        self.api = api
+class Informer:
+    def __init__(self, list_all: Callable[..., Any], on_change: Callable[[dict | None, PodKey], None],
+                 what: str = "pods"):
+        """`list_all(**query)` lists (and with watch=True watches) the objects in all namespaces;
+        `on_change(obj, key)` is called from the informer's thread for each change (obj None: deleted)."""
+        self.list_all = list_all
+        self.what = what
         self.on_change = on_change
         self._pods: dict[PodKey, dict] = {}
         self._lock = threading.Lock()
@@ -48,8 +54,12 @@ class PodInformer:
         self._watch: watch.Watch | None = None
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="k8s-pod-informer", daemon=True)
-        self._thread.start()
+        """Start watching (again: nothing)."""
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._run, name=f"k8s-informer-{self.what}", daemon=True)
+            self._thread.start()
 
     def stop(self) -> None:
         """Stop watching. The thread ends at the next event or when its watch request ends (it is a daemon:
@@ -86,18 +96,18 @@ class PodInformer:
                 if e.status == 410:  # the version expired: list again
                     version = None
                     continue
-                log.warning("watching flytelite's pods failed (%s %s); listing again", e.status, e.reason)
+                log.warning("watching flytelite's %s failed (%s %s); listing again", self.what, e.status, e.reason)
                 version = None
                 self._stopping.wait(RETRY_SECONDS)
             except Exception as e:  # noqa: BLE001 - a broken connection must not end the informer
                 if self._stopping.is_set():
                     return
-                log.warning("watching flytelite's pods failed (%s); listing again", e)
+                log.warning("watching flytelite's %s failed (%s); listing again", self.what, e)
                 version = None
                 self._stopping.wait(RETRY_SECONDS)
 
     def _list(self) -> str:
-        response = self.api.list_pod_for_all_namespaces(label_selector=SELECTOR, _preload_content=False)
+        response = self.list_all(label_selector=SELECTOR, _preload_content=False)
         listed = json.loads(response.data)
         pods = {pod_key(p): p for p in listed.get("items", [])}
         with self._lock:
@@ -113,7 +123,7 @@ class PodInformer:
     def _watch_from(self, version: str) -> str:
         self._watch = w = watch.Watch()
         started = time.monotonic()
-        for event in w.stream(self.api.list_pod_for_all_namespaces, label_selector=SELECTOR,
+        for event in w.stream(self.list_all, label_selector=SELECTOR,
                               resource_version=version, timeout_seconds=WATCH_SECONDS, deserialize=False,
                               allow_watch_bookmarks=True):
             if self._stopping.is_set():
@@ -133,5 +143,15 @@ class PodInformer:
                 else:
                     self._pods[key] = pod
             self.on_change(None if kind == "DELETED" else pod, key)
-        log.debug("pod watch ended after %.1f s; resuming from version %s", time.monotonic() - started, version)
+        log.debug("%s watch ended after %.1f s; resuming from version %s", self.what, time.monotonic() - started,
+                  version)
         return version
+
+
+def pod_informer(api: client.CoreV1Api, on_change: Callable[[dict | None, PodKey], None]) -> Informer:
+    return Informer(api.list_pod_for_all_namespaces, on_change, "pods")
+
+
+def custom_informer(api: client.CustomObjectsApi, group: str, version: str, plural: str,
+                    on_change: Callable[[dict | None, PodKey], None]) -> Informer:
+    return Informer(partial(api.list_cluster_custom_object, group, version, plural), on_change, plural)

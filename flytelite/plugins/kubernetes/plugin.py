@@ -7,6 +7,9 @@ the pod that is there. The pod informer's changes wake the owning execution; rou
 its cache and map its status to a phase (phases.py). A pod that succeeded is judged by the files the
 task wrote (outputs.pb, error.pb, futures.pb). Abort deletes the pod; finalize deletes finished pods
 unless configured to keep them. At most `kubernetes.max_pods_in_flight` pods are unfinished at once.
+
+The plugins of the compute task types on Kubernetes are this one with another object or another pod: they
+change the hooks under "what a plugin for another kind of object changes" (spark.py, resource.py).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from enum import Enum
 from typing import Any
 
 from flyteidl.core import execution_pb2
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from flytelite.context import Context
@@ -28,7 +32,7 @@ from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM, USER
 from flytelite.kubeclient import MANAGED_LABEL, Namespaces, core_api
 from flytelite.plugins.kubernetes import copilot, names, phases, pods
-from flytelite.plugins.kubernetes.informer import PodInformer, PodKey
+from flytelite.plugins.kubernetes.informer import PodKey, pod_informer
 from flytelite.plugins.machinery.core import (
     Plugin,
     PluginPhase,
@@ -55,7 +59,7 @@ _PHASES = {"queued": PluginPhase.QUEUED, "initializing": PluginPhase.INITIALIZIN
 
 
 class PodStatus(str, Enum):
-    CREATED = "created"  # the pod was created (or found created): watch it
+    CREATED = "created"  # the pod (or the attempt's other object) was created (or found created): watch it
     DONE = "done"        # it finished, was lost or the attempt aborted: the fields below decide the result
 
 
@@ -87,14 +91,18 @@ class PodState(PluginState):
 
 class KubernetesPlugin(Plugin):
     id = "container"  # FlytePropeller's id for the pod plugin running python-task and container tasks
-    task_types = ("python-task", "container", "sqlite", "raw-container", "sidecar")
+    task_types: tuple[str, ...] = ("python-task", "container", "sqlite", "raw-container", "sidecar")
     is_default = True  # as FlytePropeller's pod plugin: task types without a plugin of their own run as pods
+    kind = "pod"  # what an attempt creates, in messages
+    # Watch from the server's start (the pods in flight count against max_pods_in_flight), or from the first
+    # attempt (a kind no attempt may ever use).
+    watch_from_start = True
 
-    def __init__(self, ctx: Context):
+    def __init__(self, ctx: Context, api: client.CoreV1Api | None = None):
         self.ctx = ctx
         self.cfg = ctx.config.kubernetes
-        self.api = core_api(self.cfg)
-        self.informer = PodInformer(self.api, self._changed)
+        self.api = api or core_api(self.cfg)
+        self.informer = pod_informer(self.api, self._changed)
         self._lock = threading.Lock()
         # Who to wake when a pod changes: the execution of each pod an attempt is waiting on.
         self._wakes: dict[PodKey, Callable[[float | None], None]] = {}
@@ -105,13 +113,15 @@ class KubernetesPlugin(Plugin):
         self.namespaces = Namespaces(self.api, self.cfg.create_namespaces)
 
     def setup(self, loop) -> None:
-        self.informer.start()
+        if self.watch_from_start:
+            self.informer.start()
 
     def close(self) -> None:
         self.informer.stop()
 
     # -- the attempt's life ------------------------------------------------------------------
     def handle(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
+        self.informer.start()
         st = PodState.load(tctx.state)
         try:
             return self._handle(tctx, st)
@@ -126,14 +136,13 @@ class KubernetesPlugin(Plugin):
             self._wakes[key] = tctx.wake
         if st.status == PodStatus.DONE:
             return self._result(tctx, st)
-        pod = self._pod(key)
-        if pod is None:
+        obj = self._read(key)
+        if obj is None:
             st.status, st.lost = PodStatus.DONE, True
             return self._result(tctx, st)
-        state = phases.pod_state(pod, st.primary, datetime.now(timezone.utc), self.cfg.image_pull_grace_seconds,
-                                 whole_pod=st.whole_pod)
+        state = self._observe(obj, st)
         if not state.done:
-            return PluginPhaseInfo(_PHASES[state.phase], reason=state.reason, logs=self._logs(key))
+            return PluginPhaseInfo(_PHASES[state.phase], reason=state.reason, logs=self._logs(key, obj))
         st.status = PodStatus.DONE
         if state.phase == "failed":
             st.failure = [state.code, state.reason, state.kind, state.retryable]
@@ -152,28 +161,48 @@ class KubernetesPlugin(Plugin):
                            f"(kubernetes.max_pods_in_flight is {cap})")
         namespace = names.namespace(self.cfg.namespace_template, tctx.key[0], tctx.key[1])
         try:
-            pod = self._pod_manifest(tctx, namespace)
+            obj = self._manifest(tctx, namespace)
         except TemplateError as e:
             return PluginPhaseInfo.failure(E.BAD_TASK_SPECIFICATION, f"task {tctx.task.id.name}: {e}", kind=USER,
                                            retryable=False)
-        key = (namespace, pod["metadata"]["name"])
+        key = (namespace, obj["metadata"]["name"])
         try:
             self.namespaces.ensure(namespace)
-            self.api.create_namespaced_pod(namespace, pod)
+            self._create_object(namespace, obj)
         except ApiException as e:
             if e.status != 409:  # AlreadyExists: created by an earlier round, this replica's or another's
                 return self._create_failed(tctx, key, e)
         st.status, st.namespace, st.pod = PodStatus.CREATED, namespace, key[1]
-        st.primary = pod["metadata"]["annotations"]["primary_container_name"]
-        st.output_prefix, st.whole_pod = tctx.output_prefix, copilot.waits_for_whole_pod(pod)
+        st.primary = obj["metadata"]["annotations"]["primary_container_name"]
+        st.output_prefix, st.whole_pod = tctx.output_prefix, obj["kind"] == "Pod" and copilot.waits_for_whole_pod(obj)
         with self._lock:
             self._wakes[key] = tctx.wake
             self._in_flight.add(key)
-        return PluginPhaseInfo(PluginPhase.QUEUED, reason="task submitted to K8s", logs=self._logs(key))
+        return PluginPhaseInfo(PluginPhase.QUEUED, reason="task submitted to K8s", logs=self._logs(key, obj))
+
+    # -- what a plugin for another kind of object changes --------------------------------------
+    def _manifest(self, tctx: TaskExecutionContext, namespace: str) -> dict:
+        """The object the attempt creates (raises TemplateError for a task that cannot be one)."""
+        return self._pod_manifest(tctx, namespace)
+
+    def _create_object(self, namespace: str, obj: dict) -> None:
+        self.api.create_namespaced_pod(namespace, obj)
+
+    def _read(self, key: PodKey) -> dict | None:
+        return self._pod(key)
+
+    def _observe(self, obj: dict, st: PodState) -> phases.PodState:
+        """The attempt's phase from its object."""
+        return phases.pod_state(obj, st.primary, datetime.now(timezone.utc), self.cfg.image_pull_grace_seconds,
+                                whole_pod=st.whole_pod)
+
+    def _finished(self, obj: dict) -> bool:
+        return (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
     def _create_failed(self, tctx: TaskExecutionContext, key: PodKey, e: ApiException) -> PluginPhaseInfo:
         """As FlytePropeller's plugin manager judges a refused create."""
-        what = f"creating pod {key[0]}/{key[1]} for task {tctx.task.id.name}: {e.status} {e.reason}: {_message(e)}"
+        what = (f"creating {self.kind} {key[0]}/{key[1]} for task {tctx.task.id.name}: {e.status} {e.reason}: "
+                f"{error_message(e)}")
         if e.status == 403:
             return PluginPhaseInfo.failure(E.RUNTIME_FAILURE, what, kind=USER, retryable=True)
         if e.status in (400, 422):
@@ -225,8 +254,8 @@ class KubernetesPlugin(Plugin):
         logs = self._logs(key)
         if st.lost:
             return PluginPhaseInfo.failure(
-                E.RESOURCE_DELETED_EXTERNALLY, f"resource not found, name [{key[0]}/{key[1]}]: the pod was deleted "
-                "before it finished", kind=SYSTEM, retryable=True, logs=logs)
+                E.RESOURCE_DELETED_EXTERNALLY, f"resource not found, name [{key[0]}/{key[1]}]: the {self.kind} was "
+                "deleted before it finished", kind=SYSTEM, retryable=True, logs=logs)
         if st.failure:
             code, message, kind, retryable = st.failure
             return PluginPhaseInfo.failure(code, message, kind=kind, retryable=retryable, logs=logs)
@@ -236,14 +265,19 @@ class KubernetesPlugin(Plugin):
         if not len(tctx.task.interface.outputs.variables):
             return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs)
         return PluginPhaseInfo.failure(
-            E.OUTPUTS_NOT_FOUND, f"pod {key[0]}/{key[1]} succeeded without writing outputs.pb or error.pb to "
+            E.OUTPUTS_NOT_FOUND, f"{self.kind} {key[0]}/{key[1]} succeeded without writing outputs.pb or error.pb to "
             f"{st.output_prefix}", kind=SYSTEM, retryable=True, logs=logs)
 
-    def _logs(self, key: PodKey) -> list[execution_pb2.TaskLog]:
+    def _logs(self, key: PodKey, obj: dict | None = None) -> list[execution_pb2.TaskLog]:
+        """The attempt's log links (`obj`: its object, when the round has it)."""
+        return self._pod_logs(key[0], [(key[1], "Kubernetes Logs (User)")])
+
+    def _pod_logs(self, namespace: str, pods: list[tuple[str, str]]) -> list[execution_pb2.TaskLog]:
+        """Links to the console's log of each (pod, link name)."""
         if not self.ctx.public_url:
             return []
-        return [execution_pb2.TaskLog(uri=f"{self.ctx.public_url}/k8s/logs/{key[0]}/{key[1]}",
-                                      name="Kubernetes Logs (User)")]
+        return [execution_pb2.TaskLog(uri=f"{self.ctx.public_url}/k8s/logs/{namespace}/{pod}", name=name)
+                for pod, name in pods]
 
     def abort(self, tctx: TaskExecutionContext) -> None:
         st = PodState.load(tctx.state)
@@ -270,15 +304,18 @@ class KubernetesPlugin(Plugin):
 
     def _delete(self, key: PodKey) -> None:
         try:
-            self.api.delete_namespaced_pod(key[1], key[0], grace_period_seconds=0)
+            self._delete_object(key)
         except ApiException as e:
             if e.status != 404:
                 raise
 
+    def _delete_object(self, key: PodKey) -> None:
+        self.api.delete_namespaced_pod(key[1], key[0], grace_period_seconds=0)
+
     # -- the informer's side -----------------------------------------------------------------
     def _changed(self, pod: dict | None, key: PodKey) -> None:
-        """A pod changed (None: it is gone): wake its execution; a finished pod makes room for a waiting one."""
-        finished = pod is None or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        """An object changed (None: it is gone): wake its execution; a finished one makes room for a waiting one."""
+        finished = pod is None or self._finished(pod)
         with self._lock:
             wake = self._wakes.get(key)
             if finished and key in self._in_flight:
@@ -302,7 +339,8 @@ def _json(response) -> dict:
     return json.loads(response.data)
 
 
-def _message(e: ApiException) -> str:
+def error_message(e: ApiException) -> str:
+    """The apiserver's message in a refused request."""
     try:
         return json.loads(e.body).get("message", "") if e.body else ""
     except (ValueError, AttributeError):

@@ -70,7 +70,7 @@ def build_pod(tctx: TaskExecutionContext, cfg: KubernetesConfig, render: Render,
         del primary["command"]
     image = primary.get("image", "")
     primary["image"] = cfg.images.get(image) or cfg.images.get("default") or image
-    primary["resources"] = _resources(resources, primary.get("resources"), cfg)
+    primary["resources"] = requirements(resources, primary.get("resources"), cfg)
     primary.setdefault("imagePullPolicy", cfg.image_pull_policy)
     primary.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
     primary["env"] = _env_list({**cfg.env, **env}, primary.get("env", []))
@@ -129,7 +129,7 @@ def _deep_merge(base: Any, over: Any) -> Any:
     return copy.deepcopy(over)
 
 
-def _resources(resources: tasks_pb2.Resources, existing: dict | None, cfg: KubernetesConfig) -> dict:
+def requirements(resources: tasks_pb2.Resources, existing: dict | None, cfg: KubernetesConfig) -> dict:
     """Requests and limits as FlytePropeller's AdjustOrDefaultResource sets them, except the CPU limit of a
     task that names no CPU: `kubernetes.default_cpu_limit` (none by default)."""
     requests = dict((existing or {}).get("requests", {}))
