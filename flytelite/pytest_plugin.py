@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 import yaml
 
-from flytelite.testing import RunningServer, make_server
+from flytelite.testing import RunningServer, make_server, without_flyte_settings
 
 MARKER = "flytelite"
 PROJECT, DOMAIN = "flytesnacks", "development"
@@ -73,7 +73,7 @@ class ServerPool:
             server = make_server(folder, config)
             # The server's and its tasks' temporary files (flytekit makes folders at import) go with the folder.
             (folder / "tmp").mkdir()
-            server.env = {**os.environ, "TMPDIR": str(folder / "tmp")}
+            server.env = {**without_flyte_settings(dict(os.environ)), "TMPDIR": str(folder / "tmp")}
             try:
                 server.start()
             except BaseException:
@@ -147,8 +147,14 @@ def flytelite_remote(flytelite_server: RunningServer):
     from flytekit.configuration import Config as FlyteConfig
     from flytekit.remote import FlyteRemote
 
-    return FlyteRemote(FlyteConfig.auto(str(flytelite_server.config_path)), default_project=PROJECT,
-                       default_domain=DOMAIN)
+    # Read from the server's config file alone: flytekit would let FLYTE_* variables (a developer's own
+    # platform, say) win over it.
+    hidden = {k: os.environ.pop(k) for k in set(os.environ) - set(without_flyte_settings(dict(os.environ)))}
+    try:
+        config = FlyteConfig.auto(str(flytelite_server.config_path))
+    finally:
+        os.environ.update(hidden)
+    return FlyteRemote(config, default_project=PROJECT, default_domain=DOMAIN)
 
 
 @pytest.fixture(scope="module")

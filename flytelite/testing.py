@@ -21,7 +21,15 @@ from pathlib import Path
 
 from flytelite.testing_pg import PG_ENV, PostgresCluster, create_database
 
-__all__ = ["PG_ENV", "PostgresCluster", "RunningServer", "config_args_for", "database_url_for", "free_port", "make_server"]
+__all__ = ["PG_ENV", "PostgresCluster", "RunningServer", "config_args_for", "database_url_for", "free_port", "make_server",
+           "without_flyte_settings"]
+
+
+def without_flyte_settings(env: dict[str, str]) -> dict[str, str]:
+    """`env` without the variables flytekit takes its platform settings from ahead of a config file (FLYTE_*,
+    FLYTECTL_CONFIG): a client of a test server must not follow a developer's own, such as the tutorial's
+    FLYTE_PLATFORM_URL."""
+    return {k: v for k, v in env.items() if not (k.startswith("FLYTE_") or k == "FLYTECTL_CONFIG")}
 
 
 def free_port() -> int:
@@ -67,10 +75,7 @@ class RunningServer:
 
     def client_env(self) -> dict[str, str]:
         """Environment for a flytekit client process (pyflyte) pointed at this server."""
-        env = dict(os.environ)
-        env["FLYTECTL_CONFIG"] = str(self.config_path)
-        env.pop("FLYTE_PLATFORM_URL", None)
-        return env
+        return {**without_flyte_settings(dict(os.environ)), "FLYTECTL_CONFIG": str(self.config_path)}
 
     def start(self, timeout: float = 60) -> None:
         log = open(self.log_path, "ab")

@@ -19,8 +19,21 @@ import tempfile
 import pytest
 
 from flytelite.propeller.status import CHECK_ENV
-from flytelite.testing import PG_ENV, PostgresCluster, RunningServer, S3TestServer, free_port, make_server
+from flytelite.testing import (
+    PG_ENV,
+    PostgresCluster,
+    RunningServer,
+    S3TestServer,
+    free_port,
+    make_server,
+    without_flyte_settings,
+)
 from flytelite.testing_k8s import KubernetesCluster
+
+# The tests' clients talk to the tests' servers only, whatever FLYTE_* settings the shell exports (the
+# tutorial's FLYTE_PLATFORM_URL, say): flytekit lets them win over a config file.
+for _name in set(os.environ) - set(without_flyte_settings(dict(os.environ))):
+    del os.environ[_name]
 
 # Every workflow status written by the tests' engines (in-process and in server processes, which inherit it)
 # is also written afresh and compared: a done node changed after it was done fails the round.
