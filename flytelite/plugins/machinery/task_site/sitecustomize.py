@@ -10,7 +10,9 @@ adjusts them right after the process first imports them, so a process that never
 - `local://` URIs (a local blob store's blobs, which flytekit treats as remote). Writers to remote
   storage expect no folders, as in an object store; fsspec's local files need them. Here `local://` is
   served by a LocalFileSystem that creates parent folders when it writes, under a name pyarrow does not
-  replace by its own local filesystem (which never creates them).
+  replace by its own local filesystem (which never creates them). A directory's URI may name a single file
+  (flytekit's upload of a folder holding one file names that file): getting it recursively into a folder
+  puts the file in the folder, as an object store's listing of that key does.
 
 Another sitecustomize further along sys.path (a distribution's own) still runs after this one.
 """
@@ -52,6 +54,14 @@ def register_local_fs(module) -> None:
 
         def __init__(self, auto_mkdir=True, **kwargs):
             super().__init__(auto_mkdir=auto_mkdir, **kwargs)
+
+        def get(self, rpath, lpath, recursive=False, **kwargs):
+            if recursive and isinstance(rpath, str) and isinstance(lpath, str):
+                source = self._strip_protocol(rpath).rstrip("/")
+                if self.isfile(source) and (lpath.endswith("/") or os.path.isdir(lpath)):
+                    lpath = os.path.join(lpath, os.path.basename(source))
+                    rpath = source
+            return super().get(rpath, lpath, recursive=recursive, **kwargs)
 
     TaskLocalFileSystem.__module__, TaskLocalFileSystem.__qualname__ = __name__, "TaskLocalFileSystem"
     globals()["TaskLocalFileSystem"] = TaskLocalFileSystem  # so that pickled instances find their class
