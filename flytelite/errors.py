@@ -31,6 +31,10 @@ class AlreadyExists(FlyteliteError):
     http_status = 409
 
 
+class ConcurrencyLimitReached(AlreadyExists):
+    """A launch plan's concurrency policy refused an execution (FlyteAdmin answers ALREADY_EXISTS)."""
+
+
 class FailedPrecondition(FlyteliteError):
     grpc_code = "FAILED_PRECONDITION"
     http_status = 412

@@ -31,7 +31,13 @@ from flytelite.admin.entity_common import (
 from flytelite.admin.inputs import resolve_inputs
 from flytelite.admin.single_task import ensure_single_task_launch_plan
 from flytelite.context import Context, ExecutionKey
-from flytelite.errors import AlreadyExists, InvalidArgument, NotFound
+from flytelite.errors import (
+    AlreadyExists,
+    ConcurrencyLimitReached,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+)
 from flytelite.idl import ids
 from flytelite.idl.enums import enum_name
 from flytelite.idl.phases import WorkflowPhase
@@ -232,9 +238,30 @@ def _store(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier, spec: execut
     rows: list[tuple[Table, dict[str, Any]]] = [(_table(Execution), columns), (_table(FlyteWorkflow), flyte_workflow)]
     rows += [(_table(ExecutionTag), tag) for tag in _tags(exec_id, engine_spec.labels, spec.tags)]
     try:
-        ctx.db.group_commit.insert(rows)
+        if lp.HasField("concurrency_policy"):
+            _insert_within_limit(ctx, rows, target.launch_plan_id, lp.concurrency_policy)
+        else:
+            ctx.db.group_commit.insert(rows)
     except IntegrityError:
         raise AlreadyExists(f"{ids.describe_execution(exec_id)} already exists") from None
+
+
+def _insert_within_limit(ctx: Context, rows: list[tuple[Table, dict[str, Any]]], lp_id: idpb.Identifier,
+                         policy: launch_plan_pb2.ConcurrencyPolicy) -> None:
+    """Add the execution unless the launch plan's unfinished executions (any version) are at the policy's
+    `max`, as FlyteAdmin 1.16 checks it. The count and the insert happen under the launch plan's lock, so
+    simultaneous creates, on any replica, admit exactly `max` (FlyteAdmin's check may let more through)."""
+    with ctx.db.session() as session:
+        repo.lock_launch_plan(session, lp_id.project, lp_id.domain, lp_id.name)
+        if repo.count_unfinished(session, lp_id.project, lp_id.domain, lp_id.name) >= policy.max:
+            if policy.behavior == launch_plan_pb2.CONCURRENCY_LIMIT_BEHAVIOR_SKIP:
+                raise ConcurrencyLimitReached(f"concurrency limit ({policy.max}) reached for launch plan "
+                                              f"{lp_id.name}; skipping execution")
+            if policy.behavior != launch_plan_pb2.CONCURRENCY_LIMIT_BEHAVIOR_UNSPECIFIED:
+                raise FailedPrecondition(f"unsupported concurrency-limit behavior: {policy.behavior} (launch plan "
+                                         f"{lp_id.name}); flytelite knows SKIP")
+        for table, columns in rows:
+            session.execute(table.insert(), columns)
 
 
 def _tags(exec_id: idpb.WorkflowExecutionIdentifier, labels: dict[str, str], tags) -> list[dict]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from flyteidl.admin import common_pb2, execution_pb2, project_pb2
+from flyteidl.admin import common_pb2, execution_pb2, launch_plan_pb2, project_pb2
 from flyteidl.core import identifier_pb2 as idpb
 from flyteidl.core import interface_pb2
 
@@ -191,13 +191,23 @@ def _launch_plan_detail(admin, lp) -> str:
     rows = [("State", phase_badge("ACTIVE" if active else "INACTIVE") + " " + toggle),
             ("Workflow", f"<a href='{esc(entity_url('workflow', wf.project, wf.domain, wf.name, wf.version))}'>"
                          f"{esc(wf.name)} ({esc(wf.version)})</a>"),
-            ("Schedule", esc(sched))]
+            ("Schedule", esc(sched)), ("Concurrency", esc(_concurrency(spec)))]
     meta = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
     return (launch_form("launch_plan", ident.project, ident.domain, ident.name, ident.version,
                         lp.closure.expected_inputs, spec.fixed_inputs)
             + f"<h2>Launch plan</h2><table class='meta'>{meta}</table>"
             + interface_table(interface_pb2.VariableMap(), "Inputs", lp.closure.expected_inputs)
             + interface_table(lp.closure.expected_outputs, "Outputs"))
+
+
+def _concurrency(spec) -> str:
+    """The launch plan's concurrency policy in words (Flyte 1.16)."""
+    if not spec.HasField("concurrency_policy"):
+        return "no limit"
+    policy = spec.concurrency_policy
+    if policy.behavior == launch_plan_pb2.CONCURRENCY_LIMIT_BEHAVIOR_SKIP:
+        return f"at most {policy.max} unfinished executions (all versions); a launch over that is refused"
+    return f"at most {policy.max}, behavior {policy.behavior} (not enforced)"
 
 
 def recent_executions(admin, project: str, domain: str, filters: str, limit: int) -> str:

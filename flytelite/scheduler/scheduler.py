@@ -28,7 +28,7 @@ from flyteidl.core import identifier_pb2 as idpb
 
 from flytelite.config import SchedulerConfig
 from flytelite.context import Context
-from flytelite.errors import AlreadyExists, FlyteliteError
+from flytelite.errors import AlreadyExists, ConcurrencyLimitReached, FlyteliteError
 from flytelite.idl.ids import describe
 from flytelite.idl.schedules import Cadence, execution_name, parse_schedule, zone
 from flytelite.idl.times import Clock
@@ -78,6 +78,8 @@ class TickReport:
     already_launched: list[ScheduledLaunch] = field(default_factory=list)
     # Slots whose launch was refused (bad plan, missing workflow ...); they are not retried.
     refused: list[ScheduledLaunch] = field(default_factory=list)
+    # Slots skipped because the plan's concurrency policy was at its limit; not retried either.
+    over_limit: list[ScheduledLaunch] = field(default_factory=list)
     # False when this replica did not lead the scheduler, so the tick launched nothing.
     leading: bool = True
 
@@ -141,6 +143,9 @@ class Scheduler:
         launch = ScheduledLaunch(plan.id, slot, execution_name(plan.id, slot), cadence.kickoff_input)
         try:
             self.launcher(launch)
+        except ConcurrencyLimitReached as exc:
+            report.over_limit.append(launch)
+            log.warning("%s: skipped the run scheduled at %s: %s", describe(plan.id), slot.isoformat(), exc)
         except AlreadyExists:
             report.already_launched.append(launch)
             log.info("%s: %s for %s was already launched (by an earlier run or another scheduler)",

@@ -10,10 +10,11 @@ from datetime import datetime, timezone
 from typing import overload
 
 from flyteidl.core import identifier_pb2 as idpb
-from sqlalchemy import false, select, update
+from sqlalchemy import false, func, select, update
 from sqlalchemy.orm import Session
 
 from flytelite.errors import NotFound
+from flytelite.idl.phases import WORKFLOW_TERMINAL
 from flytelite.store.models import Execution, NodeExecution, TaskExecution
 
 
@@ -42,6 +43,23 @@ def lock_for_update(session: Session) -> None:
     would lock on PostgreSQL; nothing on PostgreSQL."""
     if session.get_bind().dialect.name == "sqlite":
         session.execute(_TAKE_SQLITE_WRITE_LOCK)
+
+
+def lock_launch_plan(session: Session, project: str, domain: str, name: str) -> None:
+    """Hold every version of a launch plan until the transaction ends, so that one caller at a time counts its
+    executions and adds one (on SQLite, the database's write lock; on PostgreSQL, an advisory lock of the
+    name, which also orders the replicas)."""
+    if session.get_bind().dialect.name == "sqlite":
+        lock_for_update(session)
+    else:
+        session.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(f"{project}/{domain}/{name}", 0))))
+
+
+def count_unfinished(session: Session, project: str, domain: str, launch_plan: str) -> int:
+    """Executions of a launch plan (any version) that have not finished, those not picked up yet included."""
+    return session.scalar(select(func.count()).select_from(Execution).where(
+        Execution.project == project, Execution.domain == domain, Execution.launch_plan_name == launch_plan,
+        Execution.phase.not_in([int(p) for p in WORKFLOW_TERMINAL]))) or 0
 
 
 def find_execution(session: Session, ident: idpb.WorkflowExecutionIdentifier,

@@ -193,6 +193,21 @@ def test_failed_launch_is_retried_and_refused_launch_is_not(h):
     assert h.scheduled_times("every_minute") == [utc(12, m) for m in (1, 2, 3, 5)]
 
 
+def test_a_slot_over_the_plans_concurrency_limit_is_skipped_not_retried(h):
+    ident = h.register(flows.one_at_a_time_every_minute)
+    h.activate(ident)
+    scheduler = h.scheduler()
+    h.clock.advance(minutes(3))
+    report = scheduler.tick()
+    # The 12:01 run has not finished (no engine runs here): 12:02 and 12:03 are skipped, once.
+    assert [launch.scheduled_at for launch in report.launched] == [utc(12, 1)]
+    assert [launch.scheduled_at for launch in report.over_limit] == [utc(12, 2), utc(12, 3)]
+    h.clock.advance(timedelta(seconds=5))
+    report = scheduler.tick()
+    assert report.launched == report.over_limit == []
+    assert h.scheduled_times("one_at_a_time_every_minute") == [utc(12, 1)]
+
+
 def test_plans_without_schedule_or_inactive_never_launch(h):
     h.register(flows.quarter_hourly)  # registered, never activated
     default = lp_id("tests.scheduler.flows.report")
