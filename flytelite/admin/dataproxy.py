@@ -6,7 +6,9 @@ lands in the blob store. Uploads go to `<uploads>/<project>/<domain>/<root>/<fil
 where `<root>` is `filename_root` or the base32 MD5 of the content, as in
 FlyteAdmin. This module only signs (storage/links.py): on a local store the URLs
 are flytelite's own and flytelite.console.transfer moves the bytes; on S3 they are
-the bucket's presigned URLs. GetData (flyte:// URIs) is not offered yet.
+the bucket's presigned URLs. GetData resolves the `flyte://v1/...` URIs the Get*Data RPCs hand out (and the
+console offers to copy) to the inputs or outputs of a node or of one attempt, a single variable of them, or
+the node's deck as a link, as FlyteAdmin resolves them.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import math
+import re
 import secrets
 import string
 
-from flyteidl.admin import node_execution_pb2
+from flyteidl.admin import node_execution_pb2, task_execution_pb2
+from flyteidl.core import identifier_pb2 as idpb
 from flyteidl.service import dataproxy_pb2, dataproxy_pb2_grpc
 from google.protobuf import timestamp_pb2
 from sqlalchemy import select
@@ -28,11 +32,18 @@ from flytelite.errors import AlreadyExists, InvalidArgument, NotFound
 from flytelite.idl.enums import enum_name
 from flytelite.storage.links import BlobLinks, blob_links
 from flytelite.storage.signing import SignedBlobs, UrlSigner, load_or_create_secret, safe_relative_path
-from flytelite.store.models import NodeExecution
+from flytelite.store import executions as repo
+from flytelite.store.models import NodeExecution, TaskExecution
 
 # FlyteAdmin's default length for generated upload file names.
 _RANDOM_NAME_LENGTH = 20
 _NAME_CHARS = string.ascii_lowercase + string.digits
+# FlyteAdmin's flyte:// URIs: a node's (or with an attempt, a task execution's) inputs, outputs or deck, and
+# optionally one variable of the inputs or outputs.
+_PART = r"[a-zA-Z0-9_-]+"
+_FLYTE_URL = re.compile(rf"flyte://v1/(?P<project>{_PART})/(?P<domain>{_PART})/(?P<execution>{_PART})/"
+                        rf"(?P<node>{_PART})(?:/(?P<attempt>[0-9]+))?/(?:(?P<io>[iod])|(?P<io_var>[io])/"
+                        rf"(?P<name>{_PART}))$")
 
 
 def signed_blobs(ctx: Context) -> SignedBlobs:
@@ -121,6 +132,57 @@ class DataProxyService(dataproxy_pb2_grpc.DataProxyServiceServicer):
         urls = dataproxy_pb2.PreSignedURLs(signed_url=[signed_url], expires_at=expires_at)
         return dataproxy_pb2.CreateDownloadLinkResponse(signed_url=[signed_url], expires_at=expires_at,
                                                         pre_signed_urls=urls)
+
+    def GetData(self, request: dataproxy_pb2.GetDataRequest, context):
+        match = _FLYTE_URL.match(request.flyte_url)
+        if match is None:
+            raise InvalidArgument(f"failed to parse artifact url {request.flyte_url!r}: expected "
+                                  "flyte://v1/<project>/<domain>/<execution>/<node>[/<attempt>]/<i|o|d>[/<name>], "
+                                  "as the node and task execution data's flyte_urls give")
+        io, name = match["io"] or match["io_var"], match["name"] or ""
+        node = idpb.NodeExecutionIdentifier(node_id=match["node"], execution_id=idpb.WorkflowExecutionIdentifier(
+            project=match["project"], domain=match["domain"], name=match["execution"]))
+        if io == "d":
+            if match["attempt"] is not None:
+                raise InvalidArgument("deck type cannot be specified with a retry attempt, just use the node instead")
+            link = self.CreateDownloadLink(dataproxy_pb2.CreateDownloadLinkRequest(
+                artifact_type=dataproxy_pb2.ARTIFACT_TYPE_DECK, node_execution_id=node), context)
+            return dataproxy_pb2.GetDataResponse(pre_signed_urls=link.pre_signed_urls)
+        what, row, closure = self._data_row(node, match["attempt"])
+        from flytelite.admin.exec_data import ExecutionData
+
+        data = ExecutionData(self.ctx)
+        if io == "i":
+            literals, _ = data.inputs(row.input_uri)
+        else:
+            literals, _ = data.outputs(closure.output_data if closure.HasField("output_data") else None,
+                                       closure.output_uri)
+        if not name:
+            return dataproxy_pb2.GetDataResponse(literal_map=literals)
+        if name not in literals.literals:
+            raise InvalidArgument(f"name [{name}] not found in {what}; it has "
+                                  f"{', '.join(sorted(literals.literals)) or 'no variables'}")
+        return dataproxy_pb2.GetDataResponse(literal=literals.literals[name])
+
+    def _data_row(self, node: idpb.NodeExecutionIdentifier, attempt: str | None
+                  ) -> tuple[str, NodeExecution | TaskExecution, node_execution_pb2.NodeExecutionClosure
+                             | task_execution_pb2.TaskExecutionClosure]:
+        """The node execution, or its task execution of that retry attempt, whose data a URI names."""
+        ex = node.execution_id
+        described = f"node execution {node.node_id} of execution {ex.project}/{ex.domain}/{ex.name}"
+        with self.ctx.db.session() as session:
+            if attempt is None:
+                row = repo.get_node_execution(session, node)
+                return described, row, node_execution_pb2.NodeExecutionClosure.FromString(row.closure_pb)
+            task_row = session.scalars(select(TaskExecution).where(
+                TaskExecution.project == ex.project, TaskExecution.domain == ex.domain,
+                TaskExecution.execution_name == ex.name, TaskExecution.node_id == node.node_id,
+                TaskExecution.retry_attempt == int(attempt)).order_by(TaskExecution.id.desc())).first()
+        if task_row is None:
+            raise NotFound(f"{described} has no task execution of attempt {attempt}; list the node's task "
+                           "executions to see its attempts")
+        return (f"attempt {attempt} of {described}", task_row,
+                task_execution_pb2.TaskExecutionClosure.FromString(task_row.closure_pb))
 
     def _deck_uri(self, node_id) -> str:
         ex = node_id.execution_id

@@ -126,13 +126,22 @@ def _node_rows(node: NodeView, depth: int, fmt: HtmlFormatter, link: LinkFor):
             deck = f"<p><a href='{esc(href)}'>Deck</a></p>"
         details = (f"<details id='node-{node.row_id}-data'><summary>inputs / outputs</summary>"
                    f"<b>Inputs</b>{data_table(node.inputs, fmt)}<b>Outputs</b>{data_table(node.outputs, fmt)}"
-                   f"{deck}</details>")
+                   f"{deck}{_flyte_urls(node, bool(href))}</details>")
     yield (f"<tr data-node-row='{esc(node.node_id)}' data-phase='{esc(node.phase)}'>"
            f"<td style='padding-left:{10 + 24 * depth}px'>{label}{error}</td><td>{phase_badge(node.phase)}</td>"
            f"<td>{fmt_time(node.started_at)}</td><td>{fmt_duration(node.duration)}</td>"
            f"<td>{_attempts(node.attempts)}</td><td>{details}</td></tr>")
     for child in node.children:
         yield from _node_rows(child, depth + 1, fmt, link)
+
+
+def _flyte_urls(node: NodeView, has_deck: bool) -> str:
+    """The node's flyte:// URIs, which FlyteRemote.get() and `pyflyte` resolve (DataProxyService.GetData)."""
+    kinds = [("inputs", "i"), ("outputs", "o")] + ([("deck", "d")] if has_deck else [])
+    rows = "".join(f"<div>{what} <code>{esc(node.flyte_url + '/' + suffix)}</code> <button class='secondary' "
+                   f"data-copy='{esc(node.flyte_url + '/' + suffix)}'>copy</button></div>"
+                   for what, suffix in kinds)
+    return f"<div class='flyte-urls'>{rows}</div>" if node.flyte_url else ""
 
 
 def _attempts(attempts: list[AttemptView]) -> str:

@@ -75,6 +75,8 @@ class NodeView:
     error: str = ""
     cache_status: str = ""
     deck_uri: str = ""
+    # flyte://v1/<project>/<domain>/<execution>/<node>: with /i, /o or /d, what GetData resolves.
+    flyte_url: str = ""
     inputs: Data | None = None
     outputs: Data | None = None
     attempts: list[AttemptView] = field(default_factory=list)
@@ -270,6 +272,7 @@ def _node_tree(ctx: Context, node_rows, attempts: dict[str, list[AttemptView]], 
             row_id=row.id, node_id=row.node_id, spec_node_id=spec_id, phase=node_phase_name(phase),
             started_at=started, duration=_duration(c.duration, started, running, now), error=_error(c.error),
             cache_status=_cache_status_name(cache), deck_uri=c.deck_uri,
+            flyte_url=f"flyte://v1/{row.project}/{row.domain}/{row.execution_name}/{row.node_id}",
             attempts=attempts.get(row.node_id, []),
         )
         if with_data:

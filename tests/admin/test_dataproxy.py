@@ -106,8 +106,8 @@ def test_download_link_of_unknown_node_is_not_found(stub):
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
 
 
-def test_get_data_is_unimplemented_with_a_message(stub):
+def test_get_data_refuses_a_uri_it_cannot_parse(stub):
     with pytest.raises(grpc.RpcError) as err:
         stub.GetData(dataproxy_pb2.GetDataRequest(flyte_url="flyte://v1/x"))
-    assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
-    assert "GetData" in err.value.details()
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "failed to parse artifact url 'flyte://v1/x'" in err.value.details()

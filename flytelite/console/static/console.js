@@ -124,6 +124,13 @@
       } catch (err) { show(document.querySelector(".lp-result"), err.message, false); }
       return;
     }
+    var copy = e.target.closest("button[data-copy]");
+    if (copy) {
+      e.preventDefault();
+      try { await navigator.clipboard.writeText(copy.dataset.copy); copy.textContent = "copied"; }
+      catch (err) { copy.textContent = "select the text to copy"; }
+      return;
+    }
     var log = e.target.closest("a.log[data-log]");
     if (log) { e.preventDefault(); openLog(log.dataset.log, log.textContent); return; }
     if (e.target.id === "log-close") { closeLog(); }
