@@ -11,12 +11,15 @@ from flyteidl.service import (
     admin_pb2_grpc,
     dataproxy_pb2,
     dataproxy_pb2_grpc,
+    identity_pb2,
+    identity_pb2_grpc,
     signal_pb2,
     signal_pb2_grpc,
 )
 from google.protobuf.descriptor import ServiceDescriptor
 
 from flytelite.admin.dataproxy import DataProxyService
+from flytelite.admin.identity import IdentityService
 from flytelite.admin.service import AdminService
 from flytelite.admin.signals import SignalService
 from flytelite.context import Context
@@ -42,6 +45,8 @@ GRPC_SERVICES = (
                 dataproxy_pb2_grpc.add_DataProxyServiceServicer_to_server),
     GrpcService(signal_pb2.DESCRIPTOR.services_by_name["SignalService"], SignalService,
                 signal_pb2_grpc.add_SignalServiceServicer_to_server),
+    GrpcService(identity_pb2.DESCRIPTOR.services_by_name["IdentityService"], IdentityService,
+                identity_pb2_grpc.add_IdentityServiceServicer_to_server),
 )
 
 

@@ -16,7 +16,7 @@ from flytelite.admin.executions import TRIMMED_ERROR_LENGTH, utc_time
 from flytelite.admin.filters import Field, apply_filters, apply_sort, enum_value, number, page
 from flytelite.admin.read_cache import ReadCache, kept_when_finished
 from flytelite.context import Context
-from flytelite.errors import InvalidArgument
+from flytelite.errors import InvalidArgument, NotFound
 from flytelite.idl.phases import NODE_TERMINAL, NodePhase
 from flytelite.store import executions as repo
 from flytelite.store.models import NodeExecution
@@ -86,6 +86,15 @@ class NodeExecutionsApi:
     def GetNodeExecution(self, request: node_execution_pb2.NodeExecutionGetRequest, context=None):
         with self.ctx.db.session() as session:
             return node_execution_to_proto(repo.get_node_execution(session, request.id))
+
+    def GetDynamicNodeWorkflow(self, request: node_execution_pb2.GetDynamicNodeWorkflowRequest, context=None):
+        """The workflow a dynamic node compiled at run time, as FlyteAdmin serves it."""
+        with self.ctx.db.session() as session:
+            row = repo.get_node_execution(session, request.id)
+        if not row.dynamic_workflow_pb:
+            raise NotFound("node does not contain dynamic workflow")
+        return node_execution_pb2.DynamicNodeWorkflowResponse(
+            compiled_workflow=compiler_pb2.CompiledWorkflowClosure.FromString(row.dynamic_workflow_pb))
 
     @kept_when_finished
     def GetNodeExecutionData(self, request: node_execution_pb2.NodeExecutionGetDataRequest, context=None):

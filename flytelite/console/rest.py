@@ -213,13 +213,24 @@ def error_response(exc: Exception, what: str) -> JSONResponse:
 Servicers = dict[str, object]
 
 
-def _endpoint(route: RestRoute, call: Callable[[Message], Message]):
+class RestContext:
+    """The context of an RPC called over REST: its request's headers, as gRPC invocation metadata (what an RPC
+    reads of its context, such as the caller's bearer token)."""
+
+    def __init__(self, headers):
+        self._metadata = tuple((k.lower(), v) for k, v in headers.items())
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        return self._metadata
+
+
+def _endpoint(route: RestRoute, call: Callable[[Message, RestContext], Message]):
     what = f"{route.method} {route.template} ({route.service}.{route.rpc})"
 
     async def endpoint(request: Request) -> Response:
         try:
             msg = await build_request(route, request)
-            reply = await run_in_threadpool(call, msg)
+            reply = await run_in_threadpool(call, msg, RestContext(request.headers))
         except Exception as exc:  # noqa: BLE001 - the API edge: every failure becomes a JSON error
             return error_response(exc, what)
         return encode(reply, request.headers.get("accept", ""))
@@ -227,14 +238,13 @@ def _endpoint(route: RestRoute, call: Callable[[Message], Message]):
     return endpoint
 
 
-def _caller(route: RestRoute, servicers: Servicers) -> Callable[[Message], Message]:
+def _caller(route: RestRoute, servicers: Servicers) -> Callable[[Message, RestContext], Message]:
     servicer = servicers.get(route.service)
     if servicer is None:
-        def missing(_msg: Message) -> Message:
+        def missing(_msg: Message, _context: RestContext) -> Message:
             raise Unimplemented(f"{route.service} is not served by flytelite")
         return missing
-    method = getattr(servicer, route.rpc)
-    return lambda msg: method(msg, None)
+    return getattr(servicer, route.rpc)
 
 
 def rest_routes(servicers: Servicers) -> Iterator[Route]:

@@ -164,6 +164,11 @@ def test_dynamic_and_launch_plan_nodes(h):
     data = h.svc.GetNodeExecutionData(node_execution_pb2.NodeExecutionGetDataRequest(id=node_id(exec_id, "n0")))
     assert data.dynamic_workflow.compiled_workflow == compiled
     assert data.dynamic_workflow.id.name == "dyn" and data.dynamic_workflow.dynamic_job_spec_uri == "/futures.pb"
+    dynamic = h.svc.GetDynamicNodeWorkflow(node_execution_pb2.GetDynamicNodeWorkflowRequest(id=node_id(exec_id, "n0")))
+    assert dynamic.compiled_workflow == compiled
+    with pytest.raises(errors.NotFound, match="node does not contain dynamic workflow"):
+        h.svc.GetDynamicNodeWorkflow(node_execution_pb2.GetDynamicNodeWorkflowRequest(
+            id=node_id(exec_id, "n0-0-dn0")))
     spawned = h.svc.ListNodeExecutionsForTask(node_execution_pb2.NodeExecutionForTaskListRequest(
         task_execution_id=attempt_id(exec_id, "n0", 0), limit=10))
     assert [n.id.node_id for n in spawned.node_executions] == ["n0-0-dn0"]

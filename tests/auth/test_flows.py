@@ -17,7 +17,7 @@ import pytest
 import requests
 from cryptography.hazmat.primitives.asymmetric import rsa
 from flyteidl.admin import project_pb2
-from flyteidl.service import admin_pb2_grpc, auth_pb2, auth_pb2_grpc
+from flyteidl.service import admin_pb2_grpc, auth_pb2, auth_pb2_grpc, identity_pb2, identity_pb2_grpc
 from flytekit.configuration import Config as FlyteConfig
 from flytekit.models.core.execution import WorkflowExecutionPhase
 from flytekit.remote import FlyteRemote
@@ -119,6 +119,21 @@ def test_requests_without_a_valid_token_are_unauthenticated(srv):
     public = requests.post(f"{srv.url}/oauth2/token", data={"grant_type": "client_credentials",
                                                             "client_id": "flytectl"}, timeout=30)
     assert public.status_code == 400 and public.json()["error"] == "unauthorized_client"
+
+
+def test_user_info_names_the_tokens_subject_over_grpc_and_rest(srv):
+    token = _token(srv)["access_token"]
+    with grpc.insecure_channel(srv.endpoint) as channel:
+        stub = identity_pb2_grpc.IdentityServiceStub(channel)
+        info = stub.UserInfo(identity_pb2.UserInfoRequest(), timeout=30,
+                             metadata=[("flyte-authorization", f"Bearer {token}")])
+        with pytest.raises(grpc.RpcError) as err:
+            stub.UserInfo(identity_pb2.UserInfoRequest(), timeout=30)
+    assert info.subject == CLIENT_ID and info.additional_claims["client_id"] == CLIENT_ID
+    assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    me = requests.get(f"{srv.url}/me", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    assert me.status_code == 200 and me.json()["subject"] == CLIENT_ID, me.text
+    assert requests.get(f"{srv.url}/me", timeout=30).status_code == 401
 
 
 def test_client_secret_flow_runs_a_workflow_and_gets_a_new_token_after_expiry(srv, tmp_path):

@@ -96,3 +96,58 @@ def test_the_rest_route_serves_it_too(server, execution):
     assert body["literal"]["scalar"]["primitive"]["integer"] in (9, "9")
 
 
+
+
+def _operations(span) -> list[str]:
+    return [s.operation_id for s in span.spans if s.operation_id]
+
+
+def test_execution_metrics_are_spans_of_the_workflow_its_node_and_each_attempt(server, execution):
+    from flyteidl.admin import execution_pb2
+
+    with grpc.insecure_channel(server.endpoint) as channel:
+        stub = admin_pb2_grpc.AdminServiceStub(channel)
+        span = stub.GetExecutionMetrics(execution_pb2.WorkflowExecutionGetMetricsRequest(
+            id=execution.id.to_flyte_idl(), depth=3), timeout=60).span
+        shallow = stub.GetExecutionMetrics(execution_pb2.WorkflowExecutionGetMetricsRequest(
+            id=execution.id.to_flyte_idl(), depth=0), timeout=60).span
+    assert span.workflow_id.name == execution.id.name and not shallow.spans
+    assert _operations(span) == ["WORKFLOW_SETUP", "WORKFLOW_TEARDOWN"]
+    (node,) = [s for s in span.spans if s.node_id.node_id]
+    assert node.node_id.node_id == "n0"
+    assert _operations(node) == ["NODE_TRANSITION", "NODE_SETUP", "NODE_RESET", "NODE_TEARDOWN"]
+    attempts = [s for s in node.spans if s.task_id.retry_attempt or s.task_id.task_id.name]
+    assert [a.task_id.retry_attempt for a in attempts] == [0, 1]
+    assert _operations(attempts[1]) == ["TASK_SETUP", "TASK_RUNTIME", "TASK_TEARDOWN"]
+    for parent in (span, node, *attempts):
+        for child in parent.spans:
+            assert child.start_time.ToNanoseconds() <= child.end_time.ToNanoseconds(), child
+
+
+def test_execution_metrics_cover_every_node_kind(server, tmp_path):
+    from flyteidl.admin import execution_pb2
+
+    code = copy_workflows(tmp_path / "wf", "all_kinds.py")
+    name = run_remote(server, code, "all_kinds.py", "all_kinds_wf")
+    remote = remote_for(server)
+    ex = remote.wait(remote.fetch_execution(name=name), timeout=timedelta(seconds=180),
+                     poll_interval=timedelta(seconds=0.5))
+    assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
+    with grpc.insecure_channel(server.endpoint) as channel:
+        span = admin_pb2_grpc.AdminServiceStub(channel).GetExecutionMetrics(
+            execution_pb2.WorkflowExecutionGetMetricsRequest(id=ex.id.to_flyte_idl(), depth=10), timeout=60).span
+
+    def walk(s, found):
+        for child in s.spans:
+            if child.operation_id:
+                found.setdefault(s.node_id.node_id or s.workflow_id.name, []).append(child.operation_id)
+            walk(child, found)
+        return found
+
+    found = walk(span, {})
+    nodes = {s.node_id.node_id: s for s in span.spans if s.node_id.node_id}
+    assert len(nodes) == 7, sorted(nodes)  # inc, sub, the branch, fan, the launch plan, the gate, the map
+    assert "NODE_IDLE" in sum(found.values(), [])  # the gate waited
+    # The subworkflow's, the dynamic task's and the launch plan's own nodes have spans of their own.
+    inner = [s for node in nodes.values() for s in node.spans if s.node_id.node_id or s.workflow_id.name]
+    assert len(inner) >= 4, [str(s.node_id) for s in inner]
