@@ -37,6 +37,6 @@ def all_kinds_wf(x: int = 1) -> int:
     d = fan(n=2)
     e = child_lp(x=c)
     pause = sleep(timedelta(seconds=0.1))
-    m = map_task(inc)(x=d)
+    map_task(inc)(x=d)
     e >> pause
     return e
