@@ -7,7 +7,6 @@ from flyteidl.service import identity_pb2, identity_pb2_grpc
 from google.protobuf import struct_pb2
 
 from flytelite.admin.grpc_errors import fill_unimplemented
-from flytelite.auth.grpc import bearer_token
 from flytelite.context import Context
 from flytelite.errors import Unauthenticated
 
@@ -22,8 +21,7 @@ class IdentityService(identity_pb2_grpc.IdentityServiceServicer):
             return identity_pb2.UserInfoResponse()
         metadata = {k.lower(): v for k, v in (context.invocation_metadata() if context is not None else ())
                     if isinstance(v, str)}
-        keys = (auth.config.header_key.lower(), "authorization")
-        token = next((t for t in (bearer_token(metadata.get(k)) for k in keys) if t), "")
+        token = auth.token_in(metadata)
         if not token:
             raise Unauthenticated("UserInfo needs the caller's bearer token")
         identity = auth.tokens.identity(token)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from flyteidl.admin import execution_pb2, launch_plan_pb2
+from flyteidl.admin import matchable_resource_pb2 as M
 from flyteidl.core import identifier_pb2 as idpb
 from flyteidl.core import interface_pb2, literals_pb2
 from sqlalchemy import Table
@@ -43,7 +44,7 @@ from flytelite.idl.enums import enum_name
 from flytelite.idl.phases import WorkflowPhase
 from flytelite.idl.times import to_timestamp
 from flytelite.notifications.email import execution_notifications
-from flytelite.store import entities
+from flytelite.store import attributes, entities
 from flytelite.store import executions as repo
 from flytelite.store.flyteworkflow import ExecutionSpec as EngineSpec
 from flytelite.store.models import Execution, ExecutionTag, FlyteWorkflow
@@ -189,8 +190,11 @@ def _store(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier, spec: execut
            parent: idpb.NodeExecutionIdentifier | None) -> None:
     now = ctx.clock.now()
     lp = target.spec
+    matched = _matchable(ctx, exec_id, target)
+    wec = matched.get(M.WORKFLOW_EXECUTION_CONFIG, M.MatchingAttributes()).workflow_execution_config
     spec.metadata.principal = _principal(spec)
-    spec.max_parallelism = spec.max_parallelism or lp.max_parallelism or ctx.config.engine.default_max_parallelism
+    spec.max_parallelism = (spec.max_parallelism or lp.max_parallelism or wec.max_parallelism
+                            or ctx.config.engine.default_max_parallelism)
     closure = execution_pb2.ExecutionClosure(
         phase=WorkflowPhase.UNDEFINED, created_at=to_timestamp(now), updated_at=to_timestamp(now),
         workflow_id=target.workflow_id,
@@ -209,21 +213,27 @@ def _store(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier, spec: execut
         inputs_uri=inputs_uri, user_inputs_uri=user_inputs_uri, error_kind="",
         parent_node_execution_id=parent_row_id, created_at=now, updated_at=now, started_at=None, duration=0.0,
     )
+    # Each setting from the request, else the launch plan, else the matching WORKFLOW_EXECUTION_CONFIG
+    # attributes, else the server's default, as FlyteAdmin merges them.
     engine_spec = EngineSpec(
         project=exec_id.project, domain=exec_id.domain, name=exec_id.name, inputs_uri=inputs_uri,
         raw_output_prefix=(spec.raw_output_data_config.output_location_prefix
                            or lp.raw_output_data_config.output_location_prefix
+                           or wec.raw_output_data_config.output_location_prefix
                            or ctx.blobs.raw_output_prefix()),
         launch_plan=_id_str(target.launch_plan_id), workflow=_id_str(target.workflow_id),
         max_parallelism=spec.max_parallelism,
-        envs={kv.key: kv.value for kv in (spec.envs.values or lp.envs.values)},
-        labels=dict(spec.labels.values or lp.labels.values),
-        annotations=dict(spec.annotations.values or lp.annotations.values),
-        interruptible=_interruptible(spec, lp),
-        overwrite_cache=spec.overwrite_cache or lp.overwrite_cache,
+        envs={kv.key: kv.value for kv in (spec.envs.values or lp.envs.values or wec.envs.values)},
+        labels=dict(spec.labels.values or lp.labels.values or wec.labels.values),
+        annotations=dict(spec.annotations.values or lp.annotations.values or wec.annotations.values),
+        interruptible=_interruptible(spec, lp, wec),
+        overwrite_cache=spec.overwrite_cache or lp.overwrite_cache or wec.overwrite_cache,
         principal=spec.metadata.principal,
         service_account=(spec.security_context.run_as.k8s_service_account
-                         or lp.security_context.run_as.k8s_service_account),
+                         or lp.security_context.run_as.k8s_service_account
+                         or wec.security_context.run_as.k8s_service_account),
+        task_plugins={o.task_type: [list(o.plugin_id), o.missing_plugin_behavior]
+                      for o in matched.get(M.PLUGIN_OVERRIDE, M.MatchingAttributes()).plugin_overrides.overrides},
         parent_execution=parent.execution_id.name if parent else "",
         parent_node_id=parent.node_id if parent else "",
         # A recovery copies what succeeded in the original; the engine must know it before its first look.
@@ -274,12 +284,22 @@ def _tags(exec_id: idpb.WorkflowExecutionIdentifier, labels: dict[str, str], tag
             for key, value in pairs.items()]
 
 
-def _interruptible(spec: execution_pb2.ExecutionSpec, lp: launch_plan_pb2.LaunchPlanSpec) -> bool | None:
-    if spec.HasField("interruptible"):
-        return spec.interruptible.value
-    if lp.HasField("interruptible"):
-        return lp.interruptible.value
+def _interruptible(spec: execution_pb2.ExecutionSpec, lp: launch_plan_pb2.LaunchPlanSpec,
+                   wec: M.WorkflowExecutionConfig) -> bool | None:
+    for source in (spec, lp, wec):
+        if source.HasField("interruptible"):
+            return source.interruptible.value
     return None
+
+
+def _matchable(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier,
+               target: LaunchTarget) -> dict[int, M.MatchingAttributes]:
+    """The matchable attributes a launch takes (workflow execution config, plugin overrides), most specific
+    level first: the launch plan's workflow in the execution's project and domain, then the project and domain,
+    then the project."""
+    with ctx.db.session() as session:
+        return attributes.match(session, [M.WORKFLOW_EXECUTION_CONFIG, M.PLUGIN_OVERRIDE], exec_id.project,
+                                exec_id.domain, target.workflow_id.name, target.launch_plan_id.name)
 
 
 def _id_str(ident: idpb.Identifier) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from flyteidl.service import admin_pb2_grpc
 
+from flytelite.admin.attributes import AttributesApi
 from flytelite.admin.descriptions import DescriptionEntitiesApi
 from flytelite.admin.exec_data import ExecutionData
 from flytelite.admin.executions import ExecutionsApi
@@ -38,6 +39,7 @@ class AdminService(
     NodeExecutionsApi,
     TaskExecutionsApi,
     DescriptionEntitiesApi,
+    AttributesApi,
     ExecutionMetricsApi,
     VersionApi,
     admin_pb2_grpc.AdminServiceServicer,

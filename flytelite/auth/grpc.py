@@ -30,14 +30,6 @@ class AuthMetadataService(auth_pb2_grpc.AuthMetadataServiceServicer):
         return auth_pb2.PublicClientAuthConfigResponse(**self.auth.server.public_client_config())
 
 
-def bearer_token(value: str | None) -> str:
-    """The token of an `Authorization`-style value ("Bearer <token>"), or ""."""
-    if not value:
-        return ""
-    scheme, _, token = value.strip().partition(" ")
-    return token.strip() if scheme.lower() == "bearer" else ""
-
-
 def _refuse(message: str):
     def handler(request, context):
         context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
@@ -55,7 +47,7 @@ class AuthInterceptor(grpc.ServerInterceptor):
         if method.startswith(OPEN_SERVICES):
             return continuation(handler_call_details)
         metadata = {k.lower(): v for k, v in (handler_call_details.invocation_metadata or ()) if isinstance(v, str)}
-        token = next((t for t in (bearer_token(metadata.get(k)) for k in self.keys) if t), "")
+        token = self.auth.token_in(metadata)
         try:
             if not token:
                 raise Unauthenticated(f"{method.rsplit('/', 1)[-1]} needs a bearer token in the "

@@ -20,10 +20,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from flytelite.auth.grpc import bearer_token
 from flytelite.auth.oauth2 import OAuthError, pkce_challenge
 from flytelite.auth.setup import Auth
-from flytelite.auth.tokens import LOGIN
+from flytelite.auth.tokens import LOGIN, bearer_token
 from flytelite.config.auth import CONSOLE_CLIENT_ID
 from flytelite.console.layout import esc, layout
 from flytelite.errors import Unauthenticated

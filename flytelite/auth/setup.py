@@ -9,7 +9,7 @@ from pathlib import Path
 from flytelite.auth.keys import SigningKey, load_or_create, write_private
 from flytelite.auth.oauth2 import AuthorizationServer
 from flytelite.auth.secrets import new_secret
-from flytelite.auth.tokens import TokenIssuer
+from flytelite.auth.tokens import TokenIssuer, bearer_token
 from flytelite.config.auth import AuthConfig
 
 
@@ -24,6 +24,15 @@ class Auth:
     # The file holding the task client's secret (handed to local task processes by path).
     task_secret_file: Path
     task_secret: str
+
+    def token_in(self, metadata: dict[str, str]) -> str:
+        """The bearer token a call carries in its metadata (lower-case keys): under the configured key, else
+        `authorization`; "" for none."""
+        for key in (self.config.header_key.lower(), "authorization"):
+            token = bearer_token(metadata.get(key))
+            if token:
+                return token
+        return ""
 
 
 def build_auth(config: AuthConfig, home: Path, public_url: Callable[[], str]) -> Auth | None:

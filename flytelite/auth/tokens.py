@@ -70,3 +70,11 @@ class TokenIssuer:
             # FlyteAdmin's BlanketAuthorization: every API call needs the "all" scope.
             raise Unauthenticated(f"the access token of {claims['sub']} lacks the 'all' scope the API requires")
         return Identity(subject=claims["sub"], client_id=str(claims.get("client_id", "")), scopes=scopes)
+
+
+def bearer_token(value: str | None) -> str:
+    """The token of an `Authorization`-style value ("Bearer <token>"), or ""."""
+    if not value:
+        return ""
+    scheme, _, token = value.strip().partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""

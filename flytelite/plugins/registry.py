@@ -26,6 +26,12 @@ class PluginNotFound(LookupError):
     pass
 
 
+# PLUGIN_OVERRIDE attributes name plugins; flytelite's are its placements, and FlytePropeller's id of the agent
+# plugin names the agents.
+OVERRIDE_ALIASES = {"agent-service": "agents"}
+USE_DEFAULT = 1  # flyteidl.admin.PluginOverride.USE_DEFAULT
+
+
 # Which plugin runs a task type in a project and domain: a placement among the registry's `routed` ones,
 # "agents", or "local" for the plugin registered for the type (Config.plugin_for).
 Route = Callable[[str, str, str], str]
@@ -53,9 +59,16 @@ class PluginRegistry:
             for task_type in plugin.task_types:
                 self._by_type[task_type] = plugin
 
-    def get(self, task: tasks_pb2.TaskTemplate, key: ExecutionKey | None = None) -> Plugin:
-        """The plugin that runs this task (for execution `key`'s project and domain)."""
+    def get(self, task: tasks_pb2.TaskTemplate, key: ExecutionKey | None = None,
+            overrides: dict[str, list] | None = None) -> Plugin:
+        """The plugin that runs this task (for execution `key`'s project and domain; `overrides`: the
+        execution's plugin overrides, task type -> [plugin ids, missing-plugin behavior])."""
         task_type = task.type
+        override = (overrides or {}).get(task_type)
+        if override:
+            chosen = self._overridden(task, *override)
+            if chosen is not None:
+                return chosen
         if self.agents is not None and self.agents.router.claims(task_type):
             return self.agents
         if self.route is not None and key is not None:
@@ -76,6 +89,26 @@ class PluginRegistry:
                 f"task types {', '.join(sorted(self._by_type))}, and any type whose task carries a container"
             )
         return found
+
+    def _overridden(self, task: tasks_pb2.TaskTemplate, plugin_ids: list[str], behavior: int) -> Plugin | None:
+        """The first of a plugin override's plugins this server has (a placement: local, kubernetes, agents);
+        None to resolve as usual when it has none and the override says USE_DEFAULT (1), else an error."""
+        for plugin_id in plugin_ids:
+            name = OVERRIDE_ALIASES.get(plugin_id, plugin_id)
+            if name == "agents" and self.agents is not None:
+                return self.agents
+            if name in self.routed:
+                return self._placed(name, task)
+            if name == "local":
+                found = self._by_type.get(task.type) or self.default
+                if found is not None:
+                    return found
+        if behavior == USE_DEFAULT:
+            return None
+        have = ["local", *self.routed, *(["agents"] if self.agents is not None else [])]
+        raise PluginNotFound(f"the plugin override of task type {task.type!r} names {', '.join(plugin_ids) or 'no plugin'}, "
+                             f"none of which this server runs (it has {', '.join(have)}); name one of those, or "
+                             "set missing_plugin_behavior USE_DEFAULT")
 
     def _placed(self, name: str, task: tasks_pb2.TaskTemplate) -> Plugin:
         """The plugin of placement `name` for this task: the one for its type, else the placement's default."""

@@ -32,6 +32,9 @@ class ExecutionSpec:
     parent_node_id: str = ""
     # A recovery (RecoverExecution): the execution whose succeeded nodes are copied, not rerun.
     recover_from: str = ""
+    # Plugin overrides (PLUGIN_OVERRIDE attributes): task type -> [plugin ids, missing-plugin behavior
+    # (flyteidl.admin.PluginOverride: 0 FAIL, 1 USE_DEFAULT)].
+    task_plugins: dict[str, list] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)

@@ -335,3 +335,21 @@ class NotificationOutbox(Base):
     claimed_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     given_up_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class MatchableAttribute(Base):
+    """A matchable attribute (FlyteAdmin's `resources` table): one MatchingAttributes of one resource type at one
+    level, where "" is a wildcard: a project (domain, workflow and launch plan ""), a project and domain, or a
+    workflow of a project and domain. The most specific row matching an execution applies (`priority`)."""
+
+    __tablename__ = "matchable_attributes"
+    # flyteidl.admin.MatchableResource.
+    resource_type: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project: Mapped[str] = mapped_column(String(255), primary_key=True)
+    domain: Mapped[str] = mapped_column(String(255), primary_key=True)
+    workflow: Mapped[str] = mapped_column(String(255), primary_key=True)
+    launch_plan: Mapped[str] = mapped_column(String(255), primary_key=True)
+    priority: Mapped[int] = mapped_column(Integer)
+    # flyteidl.admin.MatchingAttributes.
+    attributes_pb: Mapped[bytes] = mapped_column(LargeBinary)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -221,12 +221,7 @@ def test_values_the_database_cannot_hold_are_invalid_argument(admin):
 
 # What flytelite does not serve, by design: FlytePropeller's event RPCs (its engine is inside the server).
 NOT_SERVED = {"CreateWorkflowEvent", "CreateNodeEvent", "CreateTaskEvent"}
-# What it does not serve yet (matchable attributes).
-NOT_SERVED_YET = {f"{verb}{level}Attributes" for verb in ("Update", "Get", "Delete")
-                  for level in ("ProjectDomain", "Project", "Workflow")} | {"ListMatchableAttributes"}
-
-
-def test_only_the_event_rpcs_and_those_not_built_yet_answer_unimplemented(admin):
+def test_only_the_event_rpcs_answer_unimplemented(admin):
     unimplemented = {}
     for service in GRPC_SERVICES:
         for method in service.descriptor.methods:
@@ -234,6 +229,6 @@ def test_only_the_event_rpcs_and_those_not_built_yet_answer_unimplemented(admin)
             code, details = call(admin, service.name, method.name, request)
             if code == grpc.StatusCode.UNIMPLEMENTED:
                 unimplemented[method.name] = details
-    assert set(unimplemented) == NOT_SERVED | NOT_SERVED_YET, sorted(unimplemented)
+    assert set(unimplemented) == NOT_SERVED, sorted(unimplemented)
     for rpc in NOT_SERVED:
         assert "records its events itself" in unimplemented[rpc]

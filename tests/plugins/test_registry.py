@@ -88,3 +88,15 @@ def test_a_type_without_a_plugin_goes_to_the_agents_when_they_run_else_to_the_de
 def test_routing_to_agents_without_the_agent_service_is_refused():
     with pytest.raises(PluginNotFound, match="agent service is off"):
         registry({"spark": "agents"}).get(task("spark"), KEY)
+
+
+def test_an_executions_plugin_override_comes_first():
+    agents = Agents(set())
+    r = registry(agents=agents)
+    assert r.get(task("python-task"), KEY, {"python-task": [["kubernetes"], 0]}) is KUBE
+    assert r.get(task("spark"), KEY, {"spark": [["agent-service"], 0]}) is agents
+    assert r.get(task("spark"), KEY, {"spark": [["gpu", "local"], 0]}) is SPARK
+    # None of the plugins named: USE_DEFAULT resolves as usual, FAIL refuses naming them.
+    assert r.get(task("spark"), KEY, {"spark": [["gpu"], 1]}) is SPARK
+    with pytest.raises(PluginNotFound, match="names gpu, none of which this server runs"):
+        r.get(task("spark"), KEY, {"spark": [["gpu"], 0]})

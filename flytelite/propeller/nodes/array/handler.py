@@ -240,7 +240,7 @@ class ArrayHandler(NodeHandler):
         would only wait for room, each looked at in every round."""
         assert view.task is not None, "_handle fails an array node whose task is missing"
         try:
-            plugin = self.items.plugins.get(view.task, nctx.round.key)
+            plugin = self.items.plugins.get(view.task, nctx.round.key, nctx.round.spec.task_plugins)
         except PluginNotFound:
             return None  # each item's task handler reports it
         return plugin.capacity()

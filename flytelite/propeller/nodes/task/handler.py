@@ -43,7 +43,7 @@ class TaskHandler(NodeHandler):
             return PhaseInfo.failure(E.TASK_NOT_FOUND, f"node {nctx.node_id} runs task {ref.name}@{ref.version}, "
                                      "which the compiled workflow does not contain", kind=SYSTEM)
         try:
-            plugin = self.plugins.get(task, nctx.round.key)
+            plugin = self.plugins.get(task, nctx.round.key, nctx.round.spec.task_plugins)
         except PluginNotFound as e:
             return PhaseInfo.failure(E.UNSUPPORTED_TASK_TYPE, f"task {task.id.name}: {e}", kind=USER)
         tstatus = nctx.status.task
@@ -109,7 +109,7 @@ class TaskHandler(NodeHandler):
         if tstatus is None or task is None or not tstatus.plugin:
             return
         try:
-            plugin = self.plugins.get(task, nctx.round.key)
+            plugin = self.plugins.get(task, nctx.round.key, nctx.round.spec.task_plugins)
         except PluginNotFound:
             return
         plugin.abort(self._task_context(nctx, tstatus, task))
@@ -126,7 +126,7 @@ class TaskHandler(NodeHandler):
         if tstatus is None or task is None or not tstatus.plugin:
             return
         try:
-            plugin = self.plugins.get(task, nctx.round.key)
+            plugin = self.plugins.get(task, nctx.round.key, nctx.round.spec.task_plugins)
         except PluginNotFound:
             return
         plugin.finalize(self._task_context(nctx, tstatus, task))
