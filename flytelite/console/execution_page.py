@@ -155,8 +155,13 @@ def _attempts(attempts: list[AttemptView]) -> str:
             line += f"<div class='items' data-items='{total}'>map items: {counts}</div>"
         if a.error:
             line += _error_block(a.error, "muted")
+        elif a.ended:
+            line += f" <span class='muted'>{esc(a.phase.lower())}</span>"
         elif a.reason:
             line += f" <span class='muted'>{esc(a.reason)}</span>"
+        if a.ended and a.reasons:
+            history = "".join(f"<li>{fmt_time(when)} {esc(message)}</li>" for when, message in a.reasons)
+            line += f"<details class='reasons'><summary>reasons ({len(a.reasons)})</summary><ul>{history}</ul></details>"
         items.append(f"<div>{line}</div>")
     return "".join(items)
 

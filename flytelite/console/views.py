@@ -55,6 +55,10 @@ class AttemptView:
     task: str = ""
     # Map task items of this attempt: phase name -> count.
     items: dict[str, int] = field(default_factory=dict)
+    # Whether it ended (its last reason then tells what happened before, not what happens now).
+    ended: bool = False
+    # Every reason its events gave, oldest first: (when, message).
+    reasons: list[tuple[datetime | None, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -236,7 +240,8 @@ def _attempts(task_rows, now: datetime) -> dict[str, list[AttemptView]]:
             retry_attempt=row.retry_attempt, phase=task_phase_name(phase), started_at=started,
             duration=_duration(c.duration, started, running, now),
             logs=[(log.name or "logs", log.uri) for log in c.logs if log.uri],
-            error=_error(c.error), reason=c.reason, task=row.task_name, items=_item_counts(c),
+            error=_error(c.error), reason=c.reason, task=row.task_name, items=_item_counts(c), ended=not running,
+            reasons=[(_time(r.occurred_at, None), r.message) for r in c.reasons],
         ))
     return by_node
 

@@ -73,9 +73,13 @@ def add_node(ctx, execution: str, node_id: str, phase: int, parent_id: int | Non
         return row.id
 
 
-def add_attempt(ctx, execution: str, node_id: str, attempt: int, phase: int, log_uri: str, error: str = "") -> None:
+def add_attempt(ctx, execution: str, node_id: str, attempt: int, phase: int, log_uri: str, error: str = "",
+                reasons: tuple[str, ...] = ()) -> None:
     closure = TE.TaskExecutionClosure(phase=phase, logs=[E.TaskLog(name="local log", uri=log_uri)],
                                       started_at=to_timestamp(T0), duration=to_duration(timedelta(seconds=1)))
+    for message in reasons:
+        closure.reasons.add(occurred_at=to_timestamp(T0), message=message)
+    closure.reason = reasons[-1] if reasons else ""
     if error:
         closure.error.CopyFrom(E.ExecutionError(code="USER:Boom", message=error))
     with ctx.db.session() as s:
@@ -198,3 +202,21 @@ def test_healthz_follows_ready(console):
     assert requests.get(f"{console.url}/healthz").status_code == 200
     console.ctx.ready = False
     assert requests.get(f"{console.url}/healthz").status_code == 503
+
+
+def test_an_ended_attempt_says_how_it_ended_with_its_reasons_on_demand(console):
+    ctx = console.ctx
+    add_execution(ctx, "ended1", E.WorkflowExecution.RUNNING)
+    add_node(ctx, "ended1", "n0", E.NodeExecution.SUCCEEDED)
+    add_node(ctx, "ended1", "n1", E.NodeExecution.RUNNING)
+    add_attempt(ctx, "ended1", "n0", 0, E.TaskExecution.SUCCEEDED, f"{ctx.public_url}/logs/ended1/n0/0.log",
+                reasons=("task submitted", "running as pid 28326"))
+    add_attempt(ctx, "ended1", "n1", 0, E.TaskExecution.RUNNING, f"{ctx.public_url}/logs/ended1/n1/0.log",
+                reasons=("running as pid 4242",))
+    html = page(console, "ended1").text
+    row = html[html.index("data-node-row='n0'"):html.index("data-node-row='n1'")]
+    assert "<span class='muted'>succeeded</span>" in row
+    assert "<summary>reasons (2)</summary>" in row and "running as pid 28326</li>" in row
+    assert "<span class='muted'>running as pid 28326</span>" not in row
+    # A running attempt still shows what it is doing now.
+    assert "<span class='muted'>running as pid 4242</span>" in html[html.index("data-node-row='n1'"):]
