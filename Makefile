@@ -3,7 +3,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 PYTHON ?= python3
 
-.PHONY: start test test-postgres test-k8s test-oldest test-compute lint bench k8s-build clean
+.PHONY: start test test-postgres test-k8s test-oldest test-compute lint bench k8s-build dist clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -85,5 +85,9 @@ bench: $(VENV)/.dev-installed
 k8s-build:
 	scripts/k8s/build.sh
 
+# A wheel of flytelite in dist/, for machines whose package index does not have it.
+dist: $(VENV)/.installed
+	$(PIP) wheel -q --no-deps -w dist .
+
 clean:
-	rm -rf $(VENV) $(OLDEST_VENV) $(COMPUTE_VENV) build *.egg-info .mypy_cache
+	rm -rf $(VENV) $(OLDEST_VENV) $(COMPUTE_VENV) build dist *.egg-info .mypy_cache
