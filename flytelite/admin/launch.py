@@ -195,6 +195,10 @@ def _store(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier, spec: execut
     spec.metadata.principal = _principal(spec)
     spec.max_parallelism = (spec.max_parallelism or lp.max_parallelism or wec.max_parallelism
                             or ctx.config.engine.default_max_parallelism)
+    # The labels that apply are the execution's own, as its spec lists them and its tags rows filter them.
+    labels = dict(spec.labels.values or lp.labels.values or wec.labels.values)
+    if not spec.labels.values:
+        spec.labels.values.update(labels)
     closure = execution_pb2.ExecutionClosure(
         phase=WorkflowPhase.UNDEFINED, created_at=to_timestamp(now), updated_at=to_timestamp(now),
         workflow_id=target.workflow_id,
@@ -224,7 +228,7 @@ def _store(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier, spec: execut
         launch_plan=_id_str(target.launch_plan_id), workflow=_id_str(target.workflow_id),
         max_parallelism=spec.max_parallelism,
         envs={kv.key: kv.value for kv in (spec.envs.values or lp.envs.values or wec.envs.values)},
-        labels=dict(spec.labels.values or lp.labels.values or wec.labels.values),
+        labels=labels,
         annotations=dict(spec.annotations.values or lp.annotations.values or wec.annotations.values),
         interruptible=_interruptible(spec, lp, wec),
         overwrite_cache=spec.overwrite_cache or lp.overwrite_cache or wec.overwrite_cache,

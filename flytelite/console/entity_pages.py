@@ -228,5 +228,11 @@ def executions_table(executions: list[execution_pb2.Execution]) -> str:
         rows.append(f"<tr data-execution-row='{esc(ident.name)}'><td><a href='{esc(execution_url(ident.project, ident.domain, ident.name))}'>"
                     f"{esc(ident.name)}</a></td><td>{phase_badge(workflow_phase_name(c.phase))}</td>"
                     f"<td>{esc(target)}</td><td>{fmt_time(created)}</td><td>{fmt_time(started)}</td>"
-                    f"<td>{fmt_duration(duration)}</td></tr>")
-    return table(["Execution", "Phase", "Launch plan", "Created", "Started", "Duration"], rows, "No executions.")
+                    f"<td>{fmt_duration(duration)}</td><td>{_tags(e.spec)}</td></tr>")
+    return table(["Execution", "Phase", "Launch plan", "Created", "Started", "Duration", "Tags and labels"], rows,
+                 "No executions.")
+
+
+def _tags(spec: execution_pb2.ExecutionSpec) -> str:
+    chips = [*spec.tags, *(f"{k}={v}" for k, v in sorted(spec.labels.values.items()))]
+    return " ".join(f"<span class='tag'>{esc(chip)}</span>" for chip in chips)

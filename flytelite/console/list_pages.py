@@ -26,12 +26,18 @@ PHASES = [n for n in WorkflowPhase.keys() if n != "UNDEFINED"]
 
 
 def execution_filters(params: QueryParams) -> str:
-    """FlyteAdmin filter text for the list's form fields (phase, workflow, from, to)."""
+    """FlyteAdmin filter text for the list's form fields (phase, workflow, tag or label, from, to)."""
     parts = []
     if params.get("phase"):
         parts.append(f"eq(phase,{params['phase']})")
     if params.get("workflow"):
         parts.append(f"eq(workflow.name,{params['workflow']})")
+    if params.get("tag"):
+        # A tag, or a label as key=value: one of the execution's tag rows must match (FlyteAdmin's execution_tag).
+        key, _, value = params["tag"].strip().partition("=")
+        parts.append(f"eq(execution_tag.key,{key.strip()})")
+        if value:
+            parts.append(f"eq(execution_tag.value,{value.strip()})")
     for key, op in (("from", "gte"), ("to", "lte")):
         if params.get(key):
             parts.append(f"{op}(created_at,{_utc(params[key], key)})")
@@ -85,6 +91,8 @@ def _filter_form(domain: str, params: QueryParams) -> str:
             f"<input type='hidden' name='domain' value='{esc(domain)}'>"
             f"<label>Phase<select name='phase'>{options}</select></label>"
             f"<label>Workflow<input name='workflow' value='{esc(params.get('workflow', ''))}' placeholder='name'></label>"
+            f"<label>Tag or label<input name='tag' value='{esc(params.get('tag', ''))}' placeholder='tag or key=value'>"
+            "</label>"
             f"<label>From (UTC)<input type='datetime-local' name='from' value='{esc(params.get('from', ''))}'></label>"
             f"<label>To (UTC)<input type='datetime-local' name='to' value='{esc(params.get('to', ''))}'></label>"
             "<button type='submit'>Filter</button></form>")

@@ -110,8 +110,8 @@ def test_errors_are_json_with_flyte_codes(console):
         "id": {"execution_id": {"project": "flytesnacks", "domain": "development", "name": "x"}, "signal_id": "s"},
         "value": {"scalar": {"primitive": {"boolean": True}}}})
     assert no_signal.status_code == 404 and "a gate node creates its signal when it starts" in no_signal.json()["error"]
-    unimplemented = requests.get(f"{console.url}/api/v1/matchable_attributes")
-    assert unimplemented.status_code == 501 and "ListMatchableAttributes" in unimplemented.json()["error"]
+    unimplemented = requests.post(f"{console.url}/api/v1/events/workflows", json={})
+    assert unimplemented.status_code == 501 and "CreateWorkflowEvent is not served" in unimplemented.json()["error"]
     nowhere = requests.get(f"{console.url}/api/v1/nowhere")
     assert nowhere.status_code == 404 and "no Flyte REST API at GET /api/v1/nowhere" in nowhere.json()["error"]
 
