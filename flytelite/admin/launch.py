@@ -17,11 +17,12 @@ from typing import Any, cast
 
 from flyteidl.admin import execution_pb2, launch_plan_pb2
 from flyteidl.admin import matchable_resource_pb2 as M
+from flyteidl.core import compiler_pb2, interface_pb2, literals_pb2
 from flyteidl.core import identifier_pb2 as idpb
-from flyteidl.core import interface_pb2, literals_pb2
 from sqlalchemy import Table
 from sqlalchemy.exc import IntegrityError
 
+from flytelite.admin import task_resources
 from flytelite.admin.entity_common import (
     not_found,
     typed_id,
@@ -245,7 +246,8 @@ def _store(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier, spec: execut
                       if spec.metadata.mode == execution_pb2.ExecutionMetadata.RECOVERED else ""),
     )
     flyte_workflow = dict(
-        project=exec_id.project, domain=exec_id.domain, name=exec_id.name, closure_pb=target.compiled_pb,
+        project=exec_id.project, domain=exec_id.domain, name=exec_id.name,
+        closure_pb=_with_task_resources(ctx, target, matched.get(M.TASK_RESOURCE)),
         spec_json=engine_spec.to_json(), status_json="{}", abort_cause=None, done=False, created_at=now,
         updated_at=now, lease_owner=None, lease_expires_at=None,
     )
@@ -296,14 +298,25 @@ def _interruptible(spec: execution_pb2.ExecutionSpec, lp: launch_plan_pb2.Launch
     return None
 
 
+def _with_task_resources(ctx: Context, target: LaunchTarget, matched: M.MatchingAttributes | None) -> bytes:
+    """The compiled workflow the execution runs, its tasks' resources set from the platform's defaults and limits
+    (task_resources.py); the launch plan's own when there are none, or they change nothing."""
+    defaults, limits = task_resources.platform(ctx.config.task_resources,
+                                               matched.task_resource_attributes if matched is not None else None)
+    if not defaults and not limits:
+        return target.compiled_pb
+    closure = compiler_pb2.CompiledWorkflowClosure.FromString(target.compiled_pb)
+    return closure.SerializeToString() if task_resources.apply(closure, defaults, limits) else target.compiled_pb
+
+
 def _matchable(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier,
                target: LaunchTarget) -> dict[int, M.MatchingAttributes]:
-    """The matchable attributes a launch takes (workflow execution config, plugin overrides), most specific
-    level first: the launch plan's workflow in the execution's project and domain, then the project and domain,
-    then the project."""
+    """The matchable attributes a launch takes (workflow execution config, plugin overrides, task resources),
+    most specific level first: the launch plan's workflow in the execution's project and domain, then the
+    project and domain, then the project."""
     with ctx.db.session() as session:
-        return attributes.match(session, [M.WORKFLOW_EXECUTION_CONFIG, M.PLUGIN_OVERRIDE], exec_id.project,
-                                exec_id.domain, target.workflow_id.name, target.launch_plan_id.name)
+        return attributes.match(session, [M.WORKFLOW_EXECUTION_CONFIG, M.PLUGIN_OVERRIDE, M.TASK_RESOURCE],
+                                exec_id.project, exec_id.domain, target.workflow_id.name, target.launch_plan_id.name)
 
 
 def _id_str(ident: idpb.Identifier) -> str:

@@ -95,7 +95,7 @@ class EngineConfig:
 ROLES = ("all", "api", "engine")
 # Keys of the YAML file that hold a section (a dataclass of their own).
 SECTIONS = ("engine", "scheduler", "s3", "kubernetes", "remote_data", "grpc", "literal_offloading", "gc",
-            "notifications", "agent_service", "spark", "ray", "dask")
+            "notifications", "agent_service", "spark", "ray", "dask", "task_resources")
 
 
 # What the scheduler does with slots that came due while it was not running (see flytelite/scheduler).
@@ -228,6 +228,27 @@ class KubernetesConfig:
         if self.image_pull_policy not in ("Always", "IfNotPresent", "Never"):
             raise ValueError(f"kubernetes.image_pull_policy must be Always, IfNotPresent or Never, "
                              f"not {self.image_pull_policy!r}")
+
+
+TASK_RESOURCE_NAMES = ("cpu", "memory", "gpu", "ephemeral_storage")
+
+
+@dataclass
+class TaskResourcesConfig:
+    """The server's task resources (FlyteAdmin's `task_resources`): at launch each task's container gets its
+    requests from these `defaults` where it names none, and no request or limit above these `limits`, unless
+    TASK_RESOURCE matchable attributes say otherwise for its project, domain or workflow. Keys: cpu, memory,
+    gpu, ephemeral_storage, as Kubernetes quantities ("500m", "1Gi"). Empty (the default): tasks keep theirs."""
+
+    defaults: dict[str, str] = field(default_factory=dict)
+    limits: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for what, values in (("defaults", self.defaults), ("limits", self.limits)):
+            unknown = set(values) - set(TASK_RESOURCE_NAMES)
+            if unknown:
+                raise ValueError(f"task_resources.{what} has {', '.join(sorted(unknown))}; the resources are "
+                                 f"{', '.join(TASK_RESOURCE_NAMES)}")
 
 
 MB = 1024 * 1024
@@ -401,6 +422,7 @@ class Config:
     spark: SparkConfig = field(default_factory=SparkConfig)
     ray: RayConfig = field(default_factory=RayConfig)
     dask: DaskConfig = field(default_factory=DaskConfig)
+    task_resources: TaskResourcesConfig = field(default_factory=TaskResourcesConfig)
     # Lifetime of signed upload URLs.
     upload_url_seconds: int = 3600
     max_upload_bytes: int = 1024 * 1024 * 1024

@@ -137,3 +137,26 @@ def test_bad_attribute_requests_get_clear_errors(stub):
         stub.GetProjectDomainAttributes(PD.ProjectDomainAttributesGetRequest(
             project=P, domain=D, resource_type=M.CLUSTER_ASSIGNMENT))
     assert err.value.code() == grpc.StatusCode.NOT_FOUND and "CLUSTER_ASSIGNMENT" in err.value.details()
+
+
+def test_task_resource_attributes_set_the_tasks_resources(server, code, stub):
+    from flyteidl.core import compiler_pb2, tasks_pb2
+    from sqlalchemy import create_engine, text
+
+    from flytelite.testing import database_url_for
+
+    stub.UpdateProjectDomainAttributes(PD.ProjectDomainAttributesUpdateRequest(attributes=PD.ProjectDomainAttributes(
+        project=P, domain=D, matching_attributes=M.MatchingAttributes(task_resource_attributes=M.TaskResourceAttributes(
+            defaults=M.TaskResourceSpec(cpu="250m", memory="300Mi"), limits=M.TaskResourceSpec(memory="400Mi"))))))
+    execution = _run(server, code, "other_env_wf")
+    assert execution.closure.phase == WorkflowExecutionPhase.SUCCEEDED
+    # What the engine runs: the execution's compiled workflow, with the resources applied to its task.
+    engine = create_engine(database_url_for(server.home) or f"sqlite:///{server.home / 'flytelite.db'}")
+    with engine.connect() as db:
+        closure_pb = db.execute(text("SELECT closure_pb FROM flyte_workflows WHERE name = :name"),
+                                {"name": execution.id.name}).scalar_one()
+    engine.dispose()
+    resources = compiler_pb2.CompiledWorkflowClosure.FromString(closure_pb).tasks[0].template.container.resources
+    R = tasks_pb2.Resources
+    assert {e.name: e.value for e in resources.requests} == {R.CPU: "250m", R.MEMORY: "300Mi"}
+    assert {e.name: e.value for e in resources.limits} == {R.CPU: "250m", R.MEMORY: "300Mi"}
