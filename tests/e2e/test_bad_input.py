@@ -62,12 +62,12 @@ def test_execution_of_unknown_launch_plan_is_not_found(stub):
     assert code == grpc.StatusCode.NOT_FOUND, details
 
 
-def test_unimplemented_rpc_names_itself(stub):
-    from flyteidl.admin import matchable_resource_pb2
+def test_an_event_rpc_says_why_it_is_not_served(stub):
+    from flyteidl.admin import event_pb2
 
-    code, details = code_of(stub.ListMatchableAttributes, matchable_resource_pb2.ListMatchableAttributesRequest())
+    code, details = code_of(stub.CreateNodeEvent, event_pb2.NodeExecutionEventRequest())
     assert code == grpc.StatusCode.UNIMPLEMENTED
-    assert "ListMatchableAttributes" in details
+    assert "CreateNodeEvent is not served" in details and "records its events itself" in details
 
 
 def test_bytes_that_do_not_parse_are_invalid_argument_on_every_service(server):
