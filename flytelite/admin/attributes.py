@@ -94,9 +94,24 @@ class AttributesApi:
         return project_attributes_pb2.ProjectAttributesUpdateResponse()
 
     def GetProjectAttributes(self, request: project_attributes_pb2.ProjectAttributesGetRequest, context=None):
-        found = self._get(request.resource_type, request.project)
+        if request.resource_type == M.WORKFLOW_EXECUTION_CONFIG:
+            found = self._project_execution_config(request.project)
+        else:
+            found = self._get(request.resource_type, request.project)
         return project_attributes_pb2.ProjectAttributesGetResponse(attributes=project_attributes_pb2.ProjectAttributes(
             project=request.project, matching_attributes=found))
+
+    def _project_execution_config(self, project: str) -> M.MatchingAttributes:
+        """A project's workflow execution config over the server's defaults, as FlyteAdmin answers it (also
+        when the project sets none)."""
+        with self.ctx.db.session() as session:
+            self._check(session, project, "", "")
+            found = repo.get(session, M.WORKFLOW_EXECUTION_CONFIG, project) or M.MatchingAttributes()
+        config = found.workflow_execution_config
+        config.max_parallelism = config.max_parallelism or self.ctx.config.engine.default_max_parallelism
+        if not config.raw_output_data_config.output_location_prefix:
+            config.raw_output_data_config.output_location_prefix = self.ctx.blobs.raw_output_prefix()
+        return found
 
     def DeleteProjectAttributes(self, request: project_attributes_pb2.ProjectAttributesDeleteRequest, context=None):
         self._delete(request.resource_type, request.project)

@@ -69,6 +69,10 @@ def _x(execution) -> str:
 
 
 def test_workflow_execution_config_applies_with_flyteadmins_precedence(server, code, stub):
+    # Before any is set, the project's answer is the server's defaults, as FlyteAdmin's.
+    defaults = stub.GetProjectAttributes(PA.ProjectAttributesGetRequest(
+        project=P, resource_type=M.WORKFLOW_EXECUTION_CONFIG)).attributes.matching_attributes.workflow_execution_config
+    assert defaults.max_parallelism == 25 and defaults.raw_output_data_config.output_location_prefix
     stub.UpdateProjectAttributes(PA.ProjectAttributesUpdateRequest(attributes=PA.ProjectAttributes(
         project=P, matching_attributes=_wec({"X": "from-project", "Y": "y"}))))
     stub.UpdateProjectDomainAttributes(PD.ProjectDomainAttributesUpdateRequest(attributes=PD.ProjectDomainAttributes(
