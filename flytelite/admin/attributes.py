@@ -47,8 +47,15 @@ def _need_domain(domain: str) -> None:
         raise InvalidArgument("project-domain attributes need a domain")
 
 
-def _where(project: str, domain: str = "", workflow: str = "") -> str:
-    return "/".join(p for p in (project, domain, workflow) if p)
+def _check(session, project: str, domain: str) -> None:
+    require_project(session, project)
+    if domain:
+        validate_domain(domain)
+
+
+def _absent(kind: int, project: str, domain: str, workflow: str) -> NotFound:
+    where = "/".join(p for p in (project, domain, workflow) if p)
+    return NotFound(f"no {enum_name(M.MatchableResource, kind)} attributes are set for {where}")
 
 
 class AttributesApi:
@@ -62,31 +69,23 @@ class AttributesApi:
                 if not override.task_type:
                     raise InvalidArgument("a plugin override names no task_type")
         with self.ctx.db.session() as session:
-            self._check(session, project, domain, workflow)
+            _check(session, project, domain)
             merged = _merged(kind, repo.get(session, kind, project, domain, workflow), attributes)
             repo.put(session, kind, merged, self.ctx.clock.now(), project, domain, workflow)
 
     def _get(self, kind: int, project: str, domain: str = "", workflow: str = "") -> M.MatchingAttributes:
         with self.ctx.db.session() as session:
-            self._check(session, project, domain, workflow)
+            _check(session, project, domain)
             found = repo.get(session, kind, project, domain, workflow)
         if found is None:
-            raise NotFound(f"no {enum_name(M.MatchableResource, kind)} attributes are set for "
-                           f"{_where(project, domain, workflow)}")
+            raise _absent(kind, project, domain, workflow)
         return found
 
     def _delete(self, kind: int, project: str, domain: str = "", workflow: str = "") -> None:
         with self.ctx.db.session() as session:
-            self._check(session, project, domain, workflow)
+            _check(session, project, domain)
             if not repo.remove(session, kind, project, domain, workflow):
-                raise NotFound(f"no {enum_name(M.MatchableResource, kind)} attributes are set for "
-                               f"{_where(project, domain, workflow)}")
-
-    @staticmethod
-    def _check(session, project: str, domain: str, workflow: str) -> None:
-        require_project(session, project)
-        if domain:
-            validate_domain(domain)
+                raise _absent(kind, project, domain, workflow)
 
     # -- RPCs -----------------------------------------------------------------------------------
     def UpdateProjectAttributes(self, request: project_attributes_pb2.ProjectAttributesUpdateRequest, context=None):
@@ -105,7 +104,7 @@ class AttributesApi:
         """A project's workflow execution config over the server's defaults, as FlyteAdmin answers it (also
         when the project sets none)."""
         with self.ctx.db.session() as session:
-            self._check(session, project, "", "")
+            _check(session, project, "")
             found = repo.get(session, M.WORKFLOW_EXECUTION_CONFIG, project) or M.MatchingAttributes()
         config = found.workflow_execution_config
         config.max_parallelism = config.max_parallelism or self.ctx.config.engine.default_max_parallelism
