@@ -502,11 +502,16 @@ def _native_threads() -> int:
 
 
 def _warm_caches() -> None:
-    """Pure computation every task load repeats: flytekit parses each task's docstring with regexes
-    that docstring_parser compiles on first use. Compiled once here, every child finds them cached."""
+    """Pure computation every task load repeats, done once here so that every child finds it done:
+    - flytekit parses each task's docstring with regexes that docstring_parser compiles on first use;
+    - flytekit registers the type transformers of libraries already imported (pandas and numpy, which
+      installed plugins import with flytekit) at its first conversion. A worker whose item registered them
+      would find flytekit's registries changed and end (child.py), so each item would get a new worker."""
     import docstring_parser
+    from flytekit.core.type_engine import TypeEngine
 
     docstring_parser.parse("Summary.\n\nArgs:\n    x: a value\n\nReturns:\n    a value\n")
+    TypeEngine.lazy_import_transformers()
 
 
 def main() -> None:

@@ -24,3 +24,20 @@ def where_am_i() -> str:
 @workflow
 def warm_wf() -> str:
     return where_am_i()
+
+
+@task
+def pid(after: int) -> int:
+    return os.getpid()
+
+
+@workflow
+def pid_chain() -> list[int]:
+    """Six tasks one after another, each giving the process it ran in."""
+    a = pid(after=0)
+    b = pid(after=a)
+    c = pid(after=b)
+    d = pid(after=c)
+    e = pid(after=d)
+    f = pid(after=e)
+    return [a, b, c, d, e, f]
