@@ -1,10 +1,12 @@
 """The task plugin registry: which plugin runs a task (FlytePropeller's plugin resolution in its task handler).
 
-In order: the task types the agent configuration claims go to agents (`agent_service.agent_for_task_types`,
-`supported_task_types`); the `plugins` / `project_plugins` configuration may send a task type to
-Kubernetes (the plugin there for that type: the Spark driver pod, an operator's job, else a pod) or to agents; a plugin registered for the task type runs it; any other task type goes to
-agents when an agent serves it, and otherwise, when the task carries a container (or a pod spec), to the
-default plugin, as FlytePropeller's pod plugin is the default for task types without a plugin of their own.
+In order: an execution's plugin override of the task type (PLUGIN_OVERRIDE attributes, resolved at launch);
+the task types the agent configuration claims go to agents (`agent_service.agent_for_task_types`,
+`supported_task_types`); the `plugins` / `project_plugins` configuration may send a task type to Kubernetes
+(the plugin there for that type: the Spark driver pod, an operator's job, else a pod) or to agents; a plugin
+registered for the task type runs it; any other task type goes to agents when an agent serves it, and
+otherwise, when the task carries a container (or a pod spec), to the default plugin, as FlytePropeller's pod
+plugin is the default for task types without a plugin of their own.
 """
 
 from __future__ import annotations
@@ -106,9 +108,10 @@ class PluginRegistry:
         if behavior == USE_DEFAULT:
             return None
         have = ["local", *self.routed, *(["agents"] if self.agents is not None else [])]
-        raise PluginNotFound(f"the plugin override of task type {task.type!r} names {', '.join(plugin_ids) or 'no plugin'}, "
-                             f"none of which this server runs (it has {', '.join(have)}); name one of those, or "
-                             "set missing_plugin_behavior USE_DEFAULT")
+        named = ", ".join(plugin_ids) or "no plugin"
+        raise PluginNotFound(f"the plugin override of task type {task.type!r} names {named}, none of which this "
+                             f"server runs (it has {', '.join(have)}); name one of those, or set "
+                             "missing_plugin_behavior USE_DEFAULT")
 
     def _placed(self, name: str, task: tasks_pb2.TaskTemplate) -> Plugin:
         """The plugin of placement `name` for this task: the one for its type, else the placement's default."""
