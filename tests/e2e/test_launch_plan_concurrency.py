@@ -61,9 +61,16 @@ def code(tmp_path):
     return copy_workflows(tmp_path / "wf", "limited.py")
 
 
-def test_a_skip_policy_refuses_a_launch_over_its_limit_across_versions(server, code, tmp_path):
+@pytest.fixture
+def marker(tmp_path):
+    """The file the held executions wait for; written at the end whatever happened, so none outlives the test."""
+    path = tmp_path / "go"
+    yield path
+    path.write_text("go")
+
+
+def test_a_skip_policy_refuses_a_launch_over_its_limit_across_versions(server, code, marker):
     _register(server, code, "lim-v1")
-    marker = tmp_path / "go"
     first = _create(server, _request("one_at_a_time", "lim-v1", str(marker)))
     assert first[0] == "ok", first
     refused = _create(server, _request("one_at_a_time", "lim-v1", str(marker)))
@@ -115,13 +122,12 @@ def _admitted_exactly_two(results) -> list[str]:
     return admitted
 
 
-def test_twenty_simultaneous_creates_admit_exactly_the_limit(server, code, tmp_path):
+def test_twenty_simultaneous_creates_admit_exactly_the_limit(server, code, marker):
     _register(server, code, "race-v1")
-    marker = tmp_path / "go"
     _finish([server], _admitted_exactly_two(_race([server], "race-v1", marker)), marker)
 
 
-def test_twenty_simultaneous_creates_on_three_replicas_admit_exactly_the_limit(tmp_path, code):
+def test_twenty_simultaneous_creates_on_three_replicas_admit_exactly_the_limit(tmp_path, code, marker):
     if not os.environ.get(PG_ENV):
         pytest.skip("replicas share a PostgreSQL database (run with --db=postgresql)")
     home = tmp_path / "home"
@@ -130,7 +136,6 @@ def test_twenty_simultaneous_creates_on_three_replicas_admit_exactly_the_limit(t
         replica.start()
     try:
         _register(replicas[0], code, "race-v1")
-        marker = tmp_path / "go"
         _finish(replicas, _admitted_exactly_two(_race(replicas, "race-v1", marker)), marker)
     finally:
         for replica in replicas:
