@@ -32,7 +32,7 @@ from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM, USER
 from flytelite.kubeclient import MANAGED_LABEL, Namespaces, core_api
 from flytelite.plugins.kubernetes import copilot, names, phases, pods
-from flytelite.plugins.kubernetes.informer import PodKey, pod_informer
+from flytelite.plugins.kubernetes.informer import Informer, PodKey, pod_informer
 from flytelite.plugins.machinery.core import (
     Plugin,
     PluginPhase,
@@ -102,7 +102,7 @@ class KubernetesPlugin(Plugin):
         self.ctx = ctx
         self.cfg = ctx.config.kubernetes
         self.api = api or core_api(self.cfg)
-        self.informer = pod_informer(self.api, self._changed)
+        self.informer = self._new_informer()
         self._lock = threading.Lock()
         # Who to wake when a pod changes: the execution of each pod an attempt is waiting on.
         self._wakes: dict[PodKey, Callable[[float | None], None]] = {}
@@ -188,8 +188,12 @@ class KubernetesPlugin(Plugin):
     def _create_object(self, namespace: str, obj: dict) -> None:
         self.api.create_namespaced_pod(namespace, obj)
 
-    def _read(self, key: PodKey) -> dict | None:
-        return self._pod(key)
+    def _new_informer(self) -> Informer:
+        return pod_informer(self.api, self._changed)
+
+    def _fetch(self, key: PodKey):
+        """The object from the apiserver (a raw response)."""
+        return self.api.read_namespaced_pod(key[1], key[0], _preload_content=False)
 
     def _observe(self, obj: dict, st: PodState) -> phases.PodState:
         """The attempt's phase from its object."""
@@ -237,13 +241,14 @@ class KubernetesPlugin(Plugin):
         return pods.build_pod(tctx, self.cfg, lambda words: rendered_command(tctx, words), env, namespace,
                               template, mounts, self.ctx.blobs.root)
 
-    def _pod(self, key: PodKey) -> dict | None:
-        """The pod from the informer's cache; from the apiserver while the cache is not synced or lags."""
-        pod = self.informer.get(key) if self.informer.wait_synced(SYNC_SECONDS) else None
-        if pod is not None:
-            return pod
+    def _read(self, key: PodKey) -> dict | None:
+        """The attempt's object from the informer's cache; from the apiserver while the cache is not synced or
+        lags (None: it is gone)."""
+        obj = self.informer.get(key) if self.informer.wait_synced(SYNC_SECONDS) else None
+        if obj is not None:
+            return obj
         try:
-            return _json(self.api.read_namespaced_pod(key[1], key[0], _preload_content=False))
+            return _json(self._fetch(key))
         except ApiException as e:
             if e.status == 404:
                 return None

@@ -12,18 +12,17 @@ routes the type watches nothing.
 from __future__ import annotations
 
 import copy
-import json
+from functools import cached_property
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from flytelite.context import Context
 from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM
 from flytelite.plugins.compute.plugin import BadShape
 from flytelite.plugins.kubernetes import phases
-from flytelite.plugins.kubernetes.informer import PodKey, custom_informer
-from flytelite.plugins.kubernetes.plugin import SYNC_SECONDS, KubernetesPlugin, PodState, error_message
+from flytelite.plugins.kubernetes.informer import Informer, PodKey, custom_informer
+from flytelite.plugins.kubernetes.plugin import KubernetesPlugin, PodState, error_message
 from flytelite.plugins.machinery.core import PluginPhaseInfo, TaskExecutionContext
 from flytelite.plugins.machinery.template import TemplateError
 
@@ -40,10 +39,12 @@ class CustomResourcePlugin(KubernetesPlugin):
     # Who serves the resource, in the error of a cluster that lacks it.
     operator = ""
 
-    def __init__(self, ctx: Context, api: client.CoreV1Api | None = None):
-        super().__init__(ctx, api)
-        self.objects = client.CustomObjectsApi(self.api.api_client)
-        self.informer = custom_informer(self.objects, self.group, self.version, self.plural, self._changed)
+    @cached_property
+    def objects(self) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(self.api.api_client)
+
+    def _new_informer(self) -> Informer:
+        return custom_informer(self.objects, self.group, self.version, self.plural, self._changed)
 
     # -- what a subclass gives ----------------------------------------------------------------
     def build(self, tctx: TaskExecutionContext, pod: dict) -> dict:
@@ -76,17 +77,9 @@ class CustomResourcePlugin(KubernetesPlugin):
                 kind=SYSTEM, retryable=False)
         return super()._create_failed(tctx, key, e)
 
-    def _read(self, key: PodKey) -> dict | None:
-        obj = self.informer.get(key) if self.informer.wait_synced(SYNC_SECONDS) else None
-        if obj is not None:
-            return obj
-        try:
-            return json.loads(self.objects.get_namespaced_custom_object(
-                self.group, self.version, key[0], self.plural, key[1], _preload_content=False).data)
-        except ApiException as e:
-            if e.status == 404:
-                return None
-            raise
+    def _fetch(self, key: PodKey):
+        return self.objects.get_namespaced_custom_object(self.group, self.version, key[0], self.plural, key[1],
+                                                         _preload_content=False)
 
     def _observe(self, obj: dict, st: PodState) -> phases.PodState:
         if obj.get("metadata", {}).get("deletionTimestamp"):
