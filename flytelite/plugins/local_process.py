@@ -286,7 +286,9 @@ class LocalProcessPlugin(Plugin):
                                            retryable=False)
         work_dir = Path(st.work_dir)
         work_dir.mkdir(parents=True, exist_ok=True)
-        argv = _ensure_dest_dir(argv, work_dir)
+        argv, code_dir = _ensure_dest_dir(argv, work_dir)
+        if code_dir is not None:
+            env = _importable(env, code_dir)
         Path(st.log_path).parent.mkdir(parents=True, exist_ok=True)
         try:
             proc = self._spawn(argv, env, str(work_dir), st.log_path, self._temp_dir(st.marker))
@@ -603,8 +605,9 @@ def _claim_folder(path: str) -> bool:
     return True
 
 
-def _ensure_dest_dir(argv: list[str], work_dir: Path) -> list[str]:
-    """`--dest-dir` (where the code tarball is unpacked) must exist, and must be this attempt's own.
+def _ensure_dest_dir(argv: list[str], work_dir: Path) -> tuple[list[str], Path | None]:
+    """`--dest-dir` (where the code tarball is unpacked) must exist, and must be this attempt's own; the
+    command, and the folder (None: the command unpacks no code).
 
     A relative one (flytekit's default is `.`) already is, as the attempt runs in its own folder; it
     stays as written, because flytekit serializes it into what a running task registers (an eager
@@ -622,8 +625,16 @@ def _ensure_dest_dir(argv: list[str], work_dir: Path) -> list[str]:
                 path = work_dir / dest
             if path != work_dir:  # flytekit's default, ".", is the attempt's folder, made already
                 path.mkdir(parents=True, exist_ok=True)
-            break
-    return argv
+            return argv, path.resolve()
+    return argv, None
+
+
+def _importable(env: dict[str, str], code_dir: Path) -> dict[str, str]:
+    """`env` with the unpacked code on PYTHONPATH, as Flyte's default images have their workdir (where the code
+    is unpacked) and as newer flytekit's fast-execute adds it itself: older flytekit's inner
+    `pyflyte-execute`, a console script, would not find the task's module otherwise."""
+    current = env.get("PYTHONPATH")
+    return {**env, "PYTHONPATH": f"{current}{os.pathsep}{code_dir}" if current else str(code_dir)}
 
 
 def _empty(folder: Path) -> None:

@@ -81,6 +81,20 @@ def test_the_oldest_flytekit_registers_runs_and_reads_back(server, code, old):
         ex = _done(server, name)
         assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, (what, ex.closure.error)
         assert ex.outputs["o0"] == expected[what], what
+    # Its zygote stayed single-threaded (some releases load pyarrow's allocator registering their types).
+    assert "tasks of this interpreter run cold" not in server.log_path.read_text()
+
+
+def test_the_oldest_flytekit_runs_cold(tmp_path, code, old):
+    """Without warm workers its inner `pyflyte-execute` is a console script: the code's folder is on its path."""
+    cold = make_server(tmp_path, yaml.safe_dump({"images": {"default": OLD_PYTHON}, "engine": {"warm_workers": False}}))
+    cold.start()
+    try:
+        ex = _done(cold, old_pyflyte_run(cold, code, "old_hello_wf", "--name", old))
+    finally:
+        cold.stop()
+    assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.closure.error
+    assert ex.outputs["o0"] == f"hello {old}"
 
 
 def test_the_oldest_flytekit_caches(server, code):

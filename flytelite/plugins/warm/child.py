@@ -473,11 +473,7 @@ def _fast_execute(args: list[str]) -> list[str]:
         if arg == "--resolver":
             inner += ["--dynamic-addl-distro", distribution, "--dynamic-dest-dir", dest_dir]
         inner.append(arg)
-    if dest_dir is not None:
-        resolved = os.path.realpath(os.path.expanduser(dest_dir))
-        current = os.environ.get("PYTHONPATH")
-        os.environ["PYTHONPATH"] = f"{current}{os.pathsep}{resolved}" if current else resolved
-    return inner
+    return inner  # the server put the code's folder on PYTHONPATH (local_process._importable)
 
 
 def _download_distribution(distribution: str, dest_dir: str) -> None:

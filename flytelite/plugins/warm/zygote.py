@@ -88,6 +88,10 @@ SITE_DIRS = _site_dirs()
 # (flytekitplugins-spark's imports numpy): with one thread the zygote stays fork-safe. Each worker sets the pool
 # its attempt's environment asks for (child.py, restore_blas_threads).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# Likewise pyarrow's jemalloc starts a background thread when it loads, and some flytekit releases import pyarrow
+# when they register their type transformers (_warm_caches). Children set their own environment; the allocator
+# they inherit purges its memory on its allocation paths instead.
+os.environ.setdefault("JE_ARROW_MALLOC_CONF", "background_thread:false")
 
 # Imported once here so that children do not each import them (what a pyflyte-execute run needs).
 import flytekit.core.python_auto_container  # noqa: E402,F401  (after the sys.path fix above)
