@@ -3,13 +3,13 @@
 A task node has its task's interface; a subworkflow node the subworkflow's; a launch-plan node the
 plan's required inputs (plus defaulted ones the node overrides) and its outputs; an approve gate
 passes its bound inputs through; a signal gate outputs one variable of the signal's type; a sleep
-gate has none; an array node has its sub-node's interface; a branch node's outputs are those common
-to all its arms (see branch.py).
+gate has none; an array node has its sub-node's interface (mapped into lists when the sub-node
+kept its own); a branch node's outputs are those common to all its arms (see branch.py).
 """
 
 from __future__ import annotations
 
-from flyteidl.core import identifier_pb2, interface_pb2
+from flyteidl.core import identifier_pb2, interface_pb2, types_pb2
 
 from flytelite.compiler import errors as E
 from flytelite.compiler.builder import NodeBuilder, WorkflowBuilder, id_key, id_str
@@ -129,6 +129,22 @@ def _gate_interface(w: WorkflowBuilder, n: NodeBuilder, errs: E.Errors) -> Typed
     return None
 
 
+def _mapped_interface(iface: TypedInterface, bound: set[str]) -> TypedInterface:
+    """The interface of an array node over a node that kept its own (flytekit's is_original_sub_node_interface, set
+    when it maps a launch plan): each input not bound whole and each output becomes a list of it. Flyte 1.16's
+    compiler ignores the flag and refuses such nodes for their inputs' types."""
+    mapped = TypedInterface()
+    mapped.CopyFrom(iface)
+    for variables, keep in ((mapped.inputs.variables, bound), (mapped.outputs.variables, set())):
+        for name, var in variables.items():
+            if name not in keep:
+                item = types_pb2.LiteralType()
+                item.CopyFrom(var.type)
+                var.type.Clear()
+                var.type.collection_type.CopyFrom(item)
+    return mapped
+
+
 def validate_underlying_interface(w: WorkflowBuilder, n: NodeBuilder, errs: E.Errors) -> TypedInterface | None:
     """Compute (once) and return the node's interface, or None when it cannot be determined."""
     if n.interface is not None:
@@ -156,9 +172,12 @@ def validate_underlying_interface(w: WorkflowBuilder, n: NodeBuilder, errs: E.Er
     elif kind == "gate_node":
         iface = _gate_interface(w, n, errs)
     elif kind == "array_node":
-        sub = n.child(("array",), n.node.array_node.node)
-        # flytekit already wraps the sub-node's variables in lists where needed.
+        array = n.node.array_node
+        sub = n.child(("array",), array.node)
+        # For map tasks flytekit already wraps the sub-node's variables in lists where needed.
         iface = validate_underlying_interface(w, sub, errs.scope())
+        if iface is not None and array.is_original_sub_node_interface.value:
+            iface = _mapped_interface(iface, set(array.bound_inputs))
     else:
         errs.add(E.VALUE_REQUIRED, n.id, "The node has no target: it must be a task, workflow, branch, gate or array node.")
     if iface is not None:

@@ -41,6 +41,8 @@ def validate_node(w: WorkflowBuilder, n: NodeBuilder, check_condition_types: boo
                 add_edges(w, arm, EdgeDirection.UPSTREAM, errs.scope())
     elif kind == "workflow_node" and n.node.workflow_node.HasField("sub_workflow_ref"):
         _compile_subworkflow(w, n, errs)
+    elif kind == "array_node" and n.node.array_node.node.workflow_node.HasField("sub_workflow_ref"):
+        _compile_subworkflow(w, n.child(("array",), n.node.array_node.node), errs)
     elif kind == "task_node" and n.node.task_node.HasField("reference_id"):
         task = w.get_task(n.node.task_node.reference_id)
         if task is not None:

@@ -77,7 +77,9 @@ class Harness:
         self.ctx.db.dispose()
 
     # -- registration through the API, as pyflyte register does ---------------------------------------
-    def register(self, entity, version: str = "v1") -> None:
+    def register(self, entity, version: str = "v1", edit=None) -> None:
+        """Register `entity` (with its tasks, subworkflows and launch plans) as pyflyte does; `edit(spec, specs)`
+        may change each WorkflowSpec before it is sent (specs: every serialized entity)."""
         settings = SerializationSettings(image_config=ImageConfig.auto_default_image(), project=P, domain=D,
                                          version=version)
         entities: OrderedDict = OrderedDict()
@@ -85,8 +87,10 @@ class Harness:
         if isinstance(entity, WorkflowBase):
             default = LaunchPlan.get_default_launch_plan(FlyteContextManager.current_context(), entity)
             get_serializable(entities, settings, default)
-        for model in entities.values():
-            pb = model.to_flyte_idl()
+        specs = [model.to_flyte_idl() for model in entities.values()]
+        for pb in specs:
+            if edit is not None and isinstance(pb, workflow_pb2.WorkflowSpec):
+                edit(pb, specs)
             if isinstance(pb, task_pb2.TaskSpec):
                 self.svc.CreateTask(task_pb2.TaskCreateRequest(id=pb.template.id, spec=pb), None)
             elif isinstance(pb, workflow_pb2.WorkflowSpec):
@@ -159,6 +163,8 @@ def literal(value) -> literals_pb2.Literal:
         return literals_pb2.Literal(scalar=literals_pb2.Scalar(primitive=literals_pb2.Primitive(integer=value)))
     if isinstance(value, float):
         return literals_pb2.Literal(scalar=literals_pb2.Scalar(primitive=literals_pb2.Primitive(float_value=value)))
+    if isinstance(value, list):
+        return literals_pb2.Literal(collection=literals_pb2.LiteralCollection(literals=[literal(v) for v in value]))
     return literals_pb2.Literal(scalar=literals_pb2.Scalar(primitive=literals_pb2.Primitive(string_value=value)))
 
 
@@ -167,8 +173,14 @@ def literal_map(values: dict) -> literals_pb2.LiteralMap:
 
 
 def values_of(literal_map_pb: literals_pb2.LiteralMap) -> dict:
-    out = {}
-    for name, lit in literal_map_pb.literals.items():
-        prim = lit.scalar.primitive
-        out[name] = getattr(prim, prim.WhichOneof("value"))
-    return out
+    return {name: value_of(lit) for name, lit in literal_map_pb.literals.items()}
+
+
+def value_of(lit: literals_pb2.Literal):
+    """A primitive's value, a list of values, or None."""
+    if lit.HasField("collection"):
+        return [value_of(item) for item in lit.collection.literals]
+    if lit.scalar.HasField("none_type"):
+        return None
+    prim = lit.scalar.primitive
+    return getattr(prim, prim.WhichOneof("value"))

@@ -12,6 +12,7 @@ from tests.compiler.helpers import (
     RT,
     STR,
     b_int,
+    b_str,
     branch_node,
     comparison,
     compile_error,
@@ -129,6 +130,37 @@ def test_array_node_uses_sub_node_interface() -> None:
     closure = compile_workflow(wf, [], [mapped], [])
     assert _ids(closure.primary.connections, "upstream")["map"] == ["start-node"]
     assert [r.name for r in get_requirements(wf).task_ids] == ["mapped"]
+
+
+def test_array_node_over_a_node_that_kept_its_own_interface_maps_it_into_lists() -> None:
+    """flytekit's array_node(launch_plan) keeps the plan's interface and says so (is_original_sub_node_interface):
+    every input not bound whole, and every output, is a list of it. Without the flag the types must match."""
+    lp = launch_plan("lp", required={"x": INT, "k": STR}, defaults={}, outputs={"o": BOOL})
+    node = workflow_pb2.Node(id="map")
+    node.array_node.node.workflow_node.launchplan_ref.CopyFrom(lp.id)
+    node.array_node.is_original_sub_node_interface.value = True
+    node.array_node.bound_inputs.append("k")
+    node.inputs.add(var="x", binding=promise("", "xs"))
+    node.inputs.add(var="k", binding=b_str("whole"))
+    wf = workflow([node], inputs={"xs": lst(INT)}, outputs={"o": lst(BOOL)}, output_bindings={"o": promise("map", "o")})
+    compile_workflow(wf, [], [], [lp])
+    assert [r.name for r in get_requirements(wf).launch_plan_ids] == ["lp"]
+
+    node.array_node.ClearField("is_original_sub_node_interface")
+    wf = workflow([node], inputs={"xs": lst(INT)}, outputs={"o": lst(BOOL)}, output_bindings={"o": promise("map", "o")})
+    assert set(compile_error(wf, [], launch_plans=[lp]).codes) == {"MismatchingTypes"}
+
+
+def test_array_node_over_a_subworkflow_compiles_the_subworkflow_into_the_closure() -> None:
+    sub = workflow([task_node("n0", "echo", {"x": promise("", "x")})], name="item", inputs={"x": INT},
+                   outputs={"o": INT}, output_bindings={"o": promise("n0", "o")})
+    node = workflow_pb2.Node(id="map")
+    node.array_node.node.workflow_node.sub_workflow_ref.CopyFrom(ident("item", RT.WORKFLOW))
+    node.array_node.is_original_sub_node_interface.value = True
+    node.inputs.add(var="x", binding=promise("", "xs"))
+    wf = workflow([node], inputs={"xs": lst(INT)}, outputs={"o": lst(INT)}, output_bindings={"o": promise("map", "o")})
+    closure = compile_workflow(wf, [sub], [ECHO], [])
+    assert [s.template.id.name for s in closure.sub_workflows] == ["item"]
 
 
 def test_gate_nodes() -> None:

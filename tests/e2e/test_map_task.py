@@ -3,6 +3,7 @@ server and real task processes; results read back with FlyteRemote, items includ
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from datetime import timedelta
@@ -120,3 +121,49 @@ def test_server_killed_mid_map_resumes_without_rerunning_items(fresh_server, tmp
     runs = sorted(p.name.rsplit("-", 1)[0] for p in markers.iterdir())
     assert runs == [f"item-{i}" for i in range(5)], runs
     assert [r.phase for r in items_of(execution.node_executions["n0"])] == [TaskExecutionPhase.SUCCEEDED] * 5
+
+
+def test_an_array_of_a_launch_plan_runs_a_child_execution_per_item_with_its_concurrency(server, remote, tmp_path):
+    folder = copy_workflows(tmp_path / "wf", "lp_map_flows.py")
+    markers = tmp_path / "markers"
+    name = run_remote(server, folder, "lp_map_flows.py", "lp_map_wf", "--xs", "[3, 1, 4, 1]",
+                      "--marker_dirs", json.dumps([str(markers)] * 4))
+    execution = finished(remote, name)
+    assert execution.closure.phase == WorkflowExecutionPhase.SUCCEEDED, execution.error
+    # The plan's fixed offset reached every child.
+    assert execution.outputs["o0"] == [109, 101, 116, 101]
+    # concurrency=2: never more than two children's tasks ran at once; each saw its item's index.
+    assert sorted(p.name for p in markers.iterdir()) == [f"item-{i}" for i in range(4)]
+    assert max_overlap(markers) <= 2
+
+    node = execution.node_executions["n0"]
+    assert node.metadata.is_array and node.closure.phase == NodeExecutionPhase.SUCCEEDED
+    items = items_of(node)
+    assert [(r.index, r.phase) for r in items] == [(i, TaskExecutionPhase.SUCCEEDED) for i in range(4)]
+    for item in items:
+        child = remote.fetch_execution(name=item.external_id)
+        assert child.spec.launch_plan.name == "lp_item_plan"
+        assert child.spec.metadata.parent_node_execution.execution_id.name == name
+        assert child.spec.metadata.parent_node_execution.node_id == "n0"
+    [array] = node.task_executions
+    assert array.inputs["x"] == [3, 1, 4, 1] and array.outputs["o0"] == [109, 101, 116, 101]
+
+
+def test_an_array_of_a_launch_plan_tolerates_failed_children_down_to_its_success_ratio(server, remote, tmp_path):
+    folder = copy_workflows(tmp_path / "wf", "lp_map_flows.py")
+    dirs = json.dumps([str(tmp_path / "markers")] * 3)
+    tolerated = run_remote(server, folder, "lp_map_flows.py", "lp_map_tolerant_wf", "--xs", "[1, -2, 3]",
+                           "--marker_dirs", dirs)
+    too_many = run_remote(server, folder, "lp_map_flows.py", "lp_map_tolerant_wf", "--xs", "[1, -2, -3]",
+                          "--marker_dirs", dirs)
+
+    execution = finished(remote, tolerated)
+    assert execution.closure.phase == WorkflowExecutionPhase.SUCCEEDED, execution.error
+    assert execution.outputs["o0"] == [101, None, 109]
+    items = items_of(execution.node_executions["n0"])
+    assert [(r.index, r.phase) for r in items] == [(0, TaskExecutionPhase.SUCCEEDED), (1, TaskExecutionPhase.FAILED),
+                                                    (2, TaskExecutionPhase.SUCCEEDED)]
+    failed = finished(remote, too_many)
+    assert failed.closure.phase == WorkflowExecutionPhase.FAILED
+    assert "2 of 3 items of array node n0 failed, and at least 2 must succeed" in failed.error.message
+    assert "negative input -2" in failed.error.message

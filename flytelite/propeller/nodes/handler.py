@@ -108,6 +108,11 @@ class NodeExecutionContext:
         return self.scope.unique_id(self.node.id) if self.scope is not None else self.node.id
 
     @property
+    def recorded_node_id(self) -> str:
+        """The node execution admin records for this node: its own; an array item's is its array node's."""
+        return self.node_id
+
+    @property
     def nested(self) -> SubNodeExecutor:
         """The executor, for handlers of nested kinds (every context the NodeExecutor builds has one)."""
         if self.executor is None:

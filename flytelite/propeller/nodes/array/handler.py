@@ -1,11 +1,12 @@
-"""The array node handler: map tasks (FlytePropeller's nodes/array/handler.go).
+"""The array node handler: map tasks, and arrays of launch plans and subworkflows (FlytePropeller's
+nodes/array/handler.go).
 
-An array node runs its sub-node (a task) once per item of its list inputs. Its sub-status
-(state.py) goes NONE -> EXECUTING -> SUCCEEDED or FAILED (or ABORTED):
+An array node runs its sub-node (a task, a launch plan or a subworkflow) once per item of its list
+inputs. Its sub-status (state.py) goes NONE -> EXECUTING -> SUCCEEDED or FAILED (or ABORTED):
 - NONE: the inputs are sized and every item is reported as not started.
-- EXECUTING: items run as sub-nodes (items.py) through the node executor and the task
-  handler, in index order, at most `parallelism` at once (when the array sets none, items share
-  the execution's max parallelism). Each round looks only at items in flight and the next to start.
+- EXECUTING: items run as sub-nodes (items.py) through the node executor and the handler of the
+  sub-node's kind, in index order, at most `parallelism` at once (when the array sets none, items
+  share the execution's max parallelism). Each round looks only at items in flight and the next to start.
 - As soon as too many items failed to reach min_successes / min_success_ratio, items in flight are
   aborted and the node fails with the items' errors; once every item finished and enough
   succeeded, their outputs are gathered into lists in item order (None for a failed item).
@@ -21,7 +22,7 @@ import math
 import posixpath
 from collections import OrderedDict
 
-from flyteidl.core import execution_pb2, literals_pb2
+from flyteidl.core import execution_pb2, identifier_pb2, literals_pb2
 from flyteidl.event import event_pb2
 
 from flytelite.idl import error_codes as E
@@ -34,15 +35,19 @@ from flytelite.propeller.nodes.array.items import (
     ArrayView,
     ItemEvents,
     ItemExecutionContext,
+    ItemSubworkflowHandler,
     ItemTaskHandler,
+    item_inputs,
     item_spec,
     item_template,
 )
 from flytelite.propeller.nodes.array.state import ARRAY_DONE, ArrayPhase, ArrayState
 from flytelite.propeller.nodes.handler import NodeExecutionContext, NodeHandler, PhaseInfo, SubNodeExecutor
+from flytelite.propeller.nodes.launch_plan.handler import LaunchPlanHandler
 from flytelite.propeller.offloading import LiteralTooLarge, offload_large_literal
 from flytelite.propeller.phases import NODE_DONE, NodeStatusPhase
 from flytelite.propeller.status import NodeStatus
+from flytelite.propeller.workflow import node_kind
 
 # TaskExecution phases as plain ints (protobuf enum wrapper lookups are slow in per-item loops).
 TaskPhase = execution_pb2.TaskExecution
@@ -72,17 +77,20 @@ class ArrayHandler(NodeHandler):
 
     def __init__(self, plugins):
         self.items = ItemTaskHandler(plugins)
+        # Items of the other kinds an array maps over (workflow nodes), by node kind.
+        self.workflow_items: dict[str, NodeHandler] = {"launch_plan": LaunchPlanHandler(),
+                                                       "subworkflow": ItemSubworkflowHandler()}
         self._inputs: OrderedDict[str, literals_pb2.LiteralMap] = OrderedDict()
 
     # -- the NodeHandler interface ---------------------------------------------------------
     def handle(self, nctx: NodeExecutionContext) -> PhaseInfo:
         sub = nctx.node.array_node.node
         kind = sub.WhichOneof("target")
-        if kind != "task_node":
+        if kind not in ("task_node", "workflow_node"):
             return PhaseInfo.failure(
                 E.ARRAY_NODE_KIND_NOT_SUPPORTED,
                 f"array node {nctx.node_id} maps over a {kind or 'empty'} node; "
-                "flytelite runs array nodes over tasks (map_task) only", kind=USER)
+                "flytelite runs array nodes over tasks, launch plans and subworkflows", kind=USER)
         state = ArrayState.from_dict(nctx.status.array)
         try:
             return self._handle(nctx, state)
@@ -106,8 +114,9 @@ class ArrayHandler(NodeHandler):
             return
         view = self._view(nctx)
         irnd = self._item_round(nctx, ItemEvents())
+        handler = self._item_handler(view)
         for index, st in state.running.items():
-            self.items.finalize(self._item_context(irnd, view, index, st))
+            handler.finalize(self._item_context(irnd, view, index, st))
 
     # -- phases -----------------------------------------------------------------------------
     def _handle(self, nctx: NodeExecutionContext, state: ArrayState) -> PhaseInfo:
@@ -116,7 +125,7 @@ class ArrayHandler(NodeHandler):
         if state.phase in ARRAY_DONE:
             return PhaseInfo.failure(E.ARRAY_NODE_FAILED, nctx.status.message or "the array node failed", kind=USER)
         view = self._view(nctx)
-        if view.task is None:
+        if view.over_tasks and view.task is None:
             ref = nctx.node.array_node.node.task_node.reference_id
             return PhaseInfo.failure(E.TASK_NOT_FOUND, f"array node {nctx.node_id} maps task {ref.name}@{ref.version}, "
                                      "which the compiled workflow does not contain", kind=SYSTEM)
@@ -203,8 +212,14 @@ class ArrayHandler(NodeHandler):
     def _step(self, executor: SubNodeExecutor, irnd, view: ArrayView, state: ArrayState, index: int,
               st: NodeStatus) -> None:
         irnd.spec = item_spec(view.array.round.spec, index)
-        irnd.events.at(index, st.attempts)
-        executor.handle_subnode(self._item_context(irnd, view, index, st), self.items)
+        ictx = self._item_context(irnd, view, index, st)
+        if view.over_tasks:
+            irnd.events.at(index, st.attempts)
+        else:
+            irnd.events.at(index, st.attempts, ictx.node_id)
+            if st.phase == NodeStatusPhase.NOT_YET_STARTED:
+                ictx.blobs.write_proto(ictx.input_uri, item_inputs(view.inputs, index, view.bound_inputs))
+        executor.handle_subnode(ictx, self._item_handler(view))
         if st.phase in NODE_DONE:
             state.finish(index, st)
         else:
@@ -214,12 +229,13 @@ class ArrayHandler(NodeHandler):
     def _abort_items(self, nctx: NodeExecutionContext, view: ArrayView, state: ArrayState, events: ItemEvents,
                      reason: str) -> None:
         irnd = self._item_round(nctx, events)
+        handler = self._item_handler(view)
         for index, st in sorted(state.running.items()):
             irnd.spec = item_spec(nctx.round.spec, index)
-            events.at(index, st.attempts)
             ictx = self._item_context(irnd, view, index, st)
-            self.items.abort(ictx, reason)
-            self.items.finalize(ictx)
+            events.at(index, st.attempts, "" if view.over_tasks else ictx.node_id)
+            handler.abort(ictx, reason)
+            handler.finalize(ictx)
             events.record(index, st.attempts, TaskPhase.ABORTED)
         state.running.clear()
 
@@ -238,7 +254,8 @@ class ArrayHandler(NodeHandler):
     def _plugin_capacity(self, nctx: NodeExecutionContext, view: ArrayView) -> int | None:
         """How many attempts the items' plugin runs at once (task slots of this machine): more items in flight
         would only wait for room, each looked at in every round."""
-        assert view.task is not None, "_handle fails an array node whose task is missing"
+        if view.task is None:
+            return None  # launch plans and subworkflows: their tasks are bounded where they run
         try:
             plugin = self.items.plugins.get(view.task, nctx.round.key, nctx.round.spec.task_plugins)
         except PluginNotFound:
@@ -252,8 +269,7 @@ class ArrayHandler(NodeHandler):
             uri = posixpath.join(view.item_data_dir(index), str(state.attempt(index)), "outputs.pb")
             return blobs.read_proto(uri, literals_pb2.LiteralMap)
 
-        assert view.task is not None, "_handle fails an array node whose task is missing"
-        names = sorted(view.task.interface.outputs.variables)
+        names = self._output_names(nctx, view)
         gathered = gather_outputs(names, state.size, state.item_phase, read)
         # FlytePropeller's array handler offloads each gathered list that is large enough.
         for name in names:
@@ -261,7 +277,22 @@ class ArrayHandler(NodeHandler):
                                   gathered.literals[name], nctx.round.ctx.config.literal_offloading)
         return gathered
 
+    @staticmethod
+    def _output_names(nctx: NodeExecutionContext, view: ArrayView) -> list[str]:
+        """The outputs each item has: its task's, its launch plan's or its subworkflow's."""
+        if view.task is not None:
+            return sorted(view.task.interface.outputs.variables)
+        ref = view.sub_node.workflow_node
+        if ref.HasField("launchplan_ref"):
+            plan = nctx.round.clients.launch_plan_reader.get_launch_plan(ref.launchplan_ref)
+            return sorted(plan.closure.expected_outputs.variables) if plan is not None else []
+        dag = nctx.dag_scope.subworkflow(ref.sub_workflow_ref)
+        return sorted(dag.template.interface.outputs.variables) if dag is not None else []
+
     # -- contexts and events -----------------------------------------------------------------
+    def _item_handler(self, view: ArrayView) -> NodeHandler:
+        return self.items if view.over_tasks else self.workflow_items[node_kind(view.sub_node)]
+
     def _view(self, nctx: NodeExecutionContext) -> ArrayView:
         array = nctx.node.array_node
         task = _task_of(nctx, array.node)
@@ -286,7 +317,12 @@ class ArrayHandler(NodeHandler):
 
     @staticmethod
     def _item_context(irnd, view: ArrayView, index: int, st: NodeStatus) -> ItemExecutionContext:
-        return ItemExecutionContext(irnd, view.sub_node, st, index=index, view=view)
+        if view.over_tasks:
+            return ItemExecutionContext(irnd, view.sub_node, st, index=index, view=view)
+        # A subworkflow item nests its nodes' scope in the array node's, whose executor runs them.
+        array = view.array
+        return ItemExecutionContext(irnd, view.sub_node, st, scope=array.dag_scope, executor=array.executor,
+                                    index=index, view=view)
 
     def _report(self, nctx: NodeExecutionContext, view: ArrayView, state: ArrayState, phase: int,
                 events: ItemEvents | None, *, every_item: bool = False, output_uri: str = "", error=None) -> None:
@@ -299,9 +335,10 @@ class ArrayHandler(NodeHandler):
             resources = _with_every_item(resources, state)
         rnd = nctx.round
         state.reported_at = rnd.now.timestamp()
-        assert view.task is not None, "_handle fails an array node whose task is missing"
+        # Items of launch plans or subworkflows have no task: FlytePropeller reports none either.
+        task_id = view.task.id if view.task is not None else identifier_pb2.Identifier()
         rnd.events.task(
-            rnd.exec_id, nctx.node_id, view.task.id, 0, phase, 0 if every_item else state.phase_version,
+            rnd.exec_id, nctx.node_id, task_id, 0, phase, 0 if every_item else state.phase_version,
             task_type=TASK_TYPE, input_uri=nctx.input_uri if phase == TaskPhase.QUEUED else "",
             output_uri=output_uri, error=error.to_proto() if error is not None else None,
             generated_name=unique_key(rnd.key, nctx.node_id, 0), plugin_identifier=PLUGIN_ID,

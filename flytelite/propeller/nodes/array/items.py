@@ -8,6 +8,11 @@ array node's own inputs.pb (flytekit's map task picks element FLYTE_K8S_ARRAY_IN
 while the engine's in-memory view of the inputs (cache keys, in-process plugins) is the item's own.
 Items send no events of their own: ItemEvents turns what they report into ExternalResourceInfo
 entries of the array node's TaskExecutionEvent.
+
+An item of a launch plan or a subworkflow (flytekit's `array_node(launch_plan)`) runs through that kind's
+handler. Its own inputs are written to `<data dir>/inputs.pb` as it starts (a subworkflow's start node and a
+child execution take a file); its phase is its node's, and the child execution it launched, named after
+the item, hangs under the array node's execution in admin.
 """
 
 from __future__ import annotations
@@ -23,12 +28,23 @@ from sqlalchemy.orm import Session
 from flytelite.idl.enums import as_enum
 from flytelite.plugins.machinery.core import TaskExecutionContext
 from flytelite.propeller.nodes.handler import NodeExecutionContext
+from flytelite.propeller.nodes.subworkflow.handler import SubworkflowHandler
 from flytelite.propeller.nodes.task.handler import TaskHandler
+from flytelite.propeller.scope import DagScope
 from flytelite.propeller.status import TaskStatus
 
 # Plain ints: looking values up on protobuf enum wrappers is slow, and items report often.
 NODE_SUCCEEDED = execution_pb2.NodeExecution.SUCCEEDED
 TASK_SUCCEEDED = execution_pb2.TaskExecution.SUCCEEDED
+NodePhase, TaskPhase = execution_pb2.NodeExecution, execution_pb2.TaskExecution
+# A workflow item's node phase as the phase of its entry in the array's event (FlytePropeller's
+# mapNodeExecutionPhaseToTaskExecutionPhase).
+_NODE_TO_TASK_PHASE: dict[int, int] = {
+    NodePhase.QUEUED: TaskPhase.QUEUED, NodePhase.RUNNING: TaskPhase.RUNNING,
+    NodePhase.SUCCEEDED: TaskPhase.SUCCEEDED, NodePhase.RECOVERED: TaskPhase.SUCCEEDED,
+    NodePhase.FAILED: TaskPhase.FAILED, NodePhase.TIMED_OUT: TaskPhase.FAILED,
+    NodePhase.ABORTED: TaskPhase.ABORTED,
+}
 # What FlytePropeller puts in every array item's environment (flytekit reads the index through the first).
 JOB_INDEX_VAR_NAME = "BATCH_JOB_ARRAY_INDEX_VAR_NAME"
 ARRAY_INDEX_VAR = "FLYTE_K8S_ARRAY_INDEX"
@@ -76,6 +92,11 @@ class ArrayView:
     def item_data_dir(self, index: int) -> str:
         return f"{self.array.output_dir}/{index}"
 
+    @property
+    def over_tasks(self) -> bool:
+        """Items are task attempts (a map task); else launch plans or subworkflows."""
+        return self.sub_node.HasField("task_node")
+
 
 @dataclass
 class ItemExecutionContext(NodeExecutionContext):
@@ -87,8 +108,14 @@ class ItemExecutionContext(NodeExecutionContext):
         return item_node_id(self.view.array.node_id, self.index)
 
     @property
+    def recorded_node_id(self) -> str:
+        return self.view.array.node_id
+
+    @property
     def input_uri(self) -> str:
-        return self.view.array.input_uri
+        if self.view.over_tasks:
+            return self.view.array.input_uri
+        return f"{self.status.data_dir}/inputs.pb"
 
     @property
     def task(self) -> tasks_pb2.TaskTemplate | None:
@@ -96,6 +123,18 @@ class ItemExecutionContext(NodeExecutionContext):
 
     def read_inputs(self) -> literals_pb2.LiteralMap:
         return item_inputs(self.view.inputs, self.index, self.view.bound_inputs)
+
+
+class ItemSubworkflowHandler(SubworkflowHandler):
+    """The subworkflow handler, run for one array item: the item's nodes take their ids from the item's."""
+
+    kind = "array-subworkflow-item"
+
+    def child_scope(self, nctx: NodeExecutionContext) -> DagScope | None:
+        dag = nctx.dag_scope.subworkflow(nctx.node.workflow_node.sub_workflow_ref)
+        if dag is None:
+            return None
+        return nctx.dag_scope.child(dag, nctx.status, nctx.node_id, inputs_uri=nctx.input_uri)
 
 
 class ItemTaskHandler(TaskHandler):
@@ -126,11 +165,13 @@ class ItemEvents:
     def __init__(self) -> None:
         self.index = 0
         self.attempt = 0
+        # The node id of a workflow item (whose own node events give its phase), '' for a task item.
+        self.item_node_id = ""
         self._resources: dict[tuple[int, int], event_pb2.ExternalResourceInfo] = {}
         self._cache_status: dict[int, int] = {}
 
-    def at(self, index: int, attempt: int) -> None:
-        self.index, self.attempt = index, attempt
+    def at(self, index: int, attempt: int, item_node_id: str = "") -> None:
+        self.index, self.attempt, self.item_node_id = index, attempt, item_node_id
 
     def flush(self, then: Callable[[Session], None] | None = None) -> bool:
         """Nothing to send: the array node reports its items in its own events (nor is `then` run: False)."""
@@ -139,7 +180,13 @@ class ItemEvents:
     def workflow(self, *args, **kwargs) -> None:
         raise RuntimeError("an array item cannot report a workflow event")
 
-    def node(self, exec_id, node_id: str, phase: int, *, task_node_metadata=None, **_) -> None:
+    def node(self, exec_id, node_id: str, phase: int, *, task_node_metadata=None, workflow_node_metadata=None,
+             **_) -> None:
+        if self.item_node_id:
+            if node_id == self.item_node_id and phase in _NODE_TO_TASK_PHASE:
+                child = workflow_node_metadata.execution_id.name if workflow_node_metadata is not None else ""
+                self.record(self.index, self.attempt, _NODE_TO_TASK_PHASE[phase], external_id=child or node_id)
+            return  # the nodes of a subworkflow item are the item's own business
         if task_node_metadata is not None and task_node_metadata.cache_status != catalog_pb2.CACHE_DISABLED:
             self._cache_status[self.index] = task_node_metadata.cache_status
         if phase == NODE_SUCCEEDED and self._cache_status.get(self.index) == catalog_pb2.CACHE_HIT:
@@ -148,6 +195,8 @@ class ItemEvents:
 
     def task(self, exec_id, node_id: str, task_id, retry_attempt: int, phase: int, phase_version: int, *,
              logs=None, generated_name: str = "", **_) -> None:
+        if self.item_node_id:
+            return  # a task of a subworkflow item
         info = self.record(self.index, retry_attempt, phase, external_id=generated_name)
         if logs:
             del info.logs[:]

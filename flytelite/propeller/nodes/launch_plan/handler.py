@@ -127,7 +127,8 @@ def _launch_context(nctx: NodeExecutionContext, recovery_execution=None) -> Laun
     """What the child inherits from this execution (FlytePropeller's StartLaunchPlan)."""
     rnd, spec = nctx.round, nctx.round.spec
     return LaunchContext(
-        parent_node_execution=identifier_pb2.NodeExecutionIdentifier(node_id=nctx.node_id, execution_id=rnd.exec_id),
+        parent_node_execution=identifier_pb2.NodeExecutionIdentifier(node_id=nctx.recorded_node_id,
+                                                                     execution_id=rnd.exec_id),
         principal=spec.principal, max_parallelism=spec.max_parallelism, raw_output_prefix=spec.raw_output_prefix,
         labels=dict(spec.labels), annotations=dict(spec.annotations), envs=dict(spec.envs),
         interruptible=spec.interruptible, overwrite_cache=spec.overwrite_cache,
