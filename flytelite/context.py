@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from flytelite.config import Config
 from flytelite.idl.times import Clock
+from flytelite.metrics import Metrics
 from flytelite.storage import BlobStore
 from flytelite.store.db import Database
 from flytelite.store.versions import VersionCache
@@ -45,3 +46,5 @@ class Context:
     auth: Auth | None = None
     # What admin derived from registered entity versions (they never change), e.g. launch targets.
     versions: VersionCache = field(default_factory=VersionCache)
+    # What GET /metrics serves (flytelite/metrics.py).
+    metrics: Metrics = field(default_factory=Metrics)

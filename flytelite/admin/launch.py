@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -44,6 +45,7 @@ from flytelite.idl import ids
 from flytelite.idl.enums import enum_name
 from flytelite.idl.phases import WorkflowPhase
 from flytelite.idl.times import to_timestamp
+from flytelite.metrics import EXECUTION_MANAGER
 from flytelite.notifications.email import execution_notifications
 from flytelite.store import attributes, entities
 from flytelite.store import executions as repo
@@ -91,6 +93,7 @@ _reservations = _NameReservations()
 
 def launch_execution(ctx: Context, request: execution_pb2.ExecutionCreateRequest) -> idpb.WorkflowExecutionIdentifier:
     """Create an execution as FlyteAdmin does and wake the engine; returns its identifier."""
+    requested = time.perf_counter()
     _validate(ctx, request)
     spec = execution_pb2.ExecutionSpec()
     spec.CopyFrom(request.spec)
@@ -127,6 +130,10 @@ def launch_execution(ctx: Context, request: execution_pb2.ExecutionCreateRequest
     finally:
         _reservations.release(key)
     ctx.notify_engine(key)
+    metrics = ctx.metrics
+    metrics.inc(f"{EXECUTION_MANAGER}executions_created", "overall count of successfully completed CreateExecutionRequests")
+    metrics.observe(f"{EXECUTION_MANAGER}acceptance_delay", "delay in seconds from when an execution was requested "
+                    "to be created and when it actually was", time.perf_counter() - requested)
     return exec_id
 
 
@@ -271,6 +278,9 @@ def _insert_within_limit(ctx: Context, rows: list[tuple[Table, dict[str, Any]]],
         repo.lock_launch_plan(session, lp_id.project, lp_id.domain, lp_id.name)
         if repo.count_unfinished(session, lp_id.project, lp_id.domain, lp_id.name) >= policy.max:
             if policy.behavior == launch_plan_pb2.CONCURRENCY_LIMIT_BEHAVIOR_SKIP:
+                ctx.metrics.inc(f"{EXECUTION_MANAGER}concurrency_limit_hits", "count of times concurrency limits "
+                                "were hit for launch plans", project=lp_id.project, domain=lp_id.domain,
+                                name=lp_id.name)
                 raise ConcurrencyLimitReached(f"concurrency limit ({policy.max}) reached for launch plan "
                                               f"{lp_id.name}; skipping execution")
             if policy.behavior != launch_plan_pb2.CONCURRENCY_LIMIT_BEHAVIOR_UNSPECIFIED:

@@ -32,9 +32,10 @@ ACCESS_COOKIE = "flyte_at"
 SESSION_COOKIE = "flytelite_session"
 LOGIN_COOKIE = "flyte_csrf_state"
 LOGIN_SECONDS = 10 * 60
-# Paths anyone may reach: health, discovery and the sign-in flow itself, static files, and the signed
-# blob URLs (their signature is their authorization, as an S3 presigned URL's is).
-OPEN_PATHS = ("/healthz", "/favicon.ico", "/.well-known/", "/config/v1/flyte_client", "/oauth2/", "/login",
+# Paths anyone may reach: health, metrics (as FlyteAdmin's own metrics port), discovery and the sign-in flow
+# itself, static files, and the signed blob URLs (their signature is their authorization, as an S3 presigned
+# URL's is).
+OPEN_PATHS = ("/healthz", "/metrics", "/favicon.ico", "/.well-known/", "/config/v1/flyte_client", "/oauth2/", "/login",
               "/callback", "/logout", "/console/static/", UPLOAD_ROUTE + "/", DOWNLOAD_ROUTE + "/")
 # Where a browser without a valid cookie is sent to sign in rather than answered 401.
 BROWSER_PATHS = ("/console", "/logs/", "/k8s/logs/")

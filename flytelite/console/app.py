@@ -27,6 +27,7 @@ from flytelite.console.rest import rest_routes, unknown_api
 from flytelite.console.transfer import Transfers
 from flytelite.context import Context
 from flytelite.errors import FlyteliteError, InvalidArgument, NotFound, client_message
+from flytelite.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from flytelite.storage.links import blob_links
 from flytelite.storage.signing import DOWNLOAD_ROUTE, UPLOAD_ROUTE, SignedBlobs
 
@@ -43,6 +44,9 @@ def build_app(ctx: Context) -> Starlette:
 
     async def healthz(_request: Request) -> Response:
         return PlainTextResponse("ok" if ctx.ready else "starting", status_code=200 if ctx.ready else 503)
+
+    def metrics(_request: Request) -> Response:
+        return Response(ctx.metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
 
     def page(render):
         """A page handler: render(request, project, domain) -> HTML; flytelite errors become error pages."""
@@ -83,6 +87,7 @@ def build_app(ctx: Context) -> Starlette:
     auth = ctx.auth
     app = Starlette(routes=[*(auth_routes(auth) if auth is not None else []),
         Route("/healthz", healthz),
+        Route("/metrics", metrics),
         Route("/favicon.ico", lambda _r: Response(status_code=204)),
         Route("/", lambda _r: RedirectResponse("/console")),
         *rest_routes(by_name),

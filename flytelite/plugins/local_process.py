@@ -42,6 +42,7 @@ from flyteidl.core import execution_pb2
 from flytelite.context import Context
 from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM, USER
+from flytelite.metrics import OWN
 from flytelite.plugins.machinery import processes
 from flytelite.plugins.machinery.core import (
     Plugin,
@@ -146,6 +147,9 @@ class LocalProcessPlugin(Plugin):
         engine = ctx.config.engine
         # Each attempt holds one (by its marker) from before its process starts until it is known to have ended.
         self.slots = slots or TaskSlots(engine.max_task_processes or machine_slots())
+        ctx.metrics.gauge(f"{OWN}task_slots:size", "Task processes this machine runs at once",
+                          lambda: self.slots.size)
+        ctx.metrics.gauge(f"{OWN}task_slots:in_use", "Task slots held by attempts", self.slots.in_use)
         # Attempts forked from a zygote when they can be (see plugins/warm); the others run cold.
         self.warm = (WarmPool(ctx.config.logs_dir, engine.warm_start_seconds, queue_seconds=engine.warm_queue_seconds,
                               temp_dir=self._temp_root, max_processes=self.slots.size)

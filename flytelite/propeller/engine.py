@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from flytelite.context import Context, ExecutionKey
+from flytelite.metrics import OWN, PROPELLER
 from flytelite.plugins.registry import PluginRegistry, default_plugins
 from flytelite.propeller.clients import AdminClients
 from flytelite.propeller.events import EventRecorder, EventSink
@@ -70,6 +72,13 @@ class Engine:
         self._pending: set[ExecutionKey] = set()
         self._gate = RoundGate()
         self.rounds = 0
+        # Workers evaluating a round now.
+        self._busy = 0
+        metrics = ctx.metrics
+        metrics.gauge(f"{PROPELLER}free_workers_count", "Number of workers free",
+                      lambda: max(1, cfg.workers) - self._busy)
+        metrics.gauge(f"{PROPELLER}main_depth", "Executions waiting in the work queue", lambda: len(self.queue))
+        metrics.gauge(f"{OWN}leases:held", "Executions whose lease this replica holds", lambda: len(self._held))
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -141,11 +150,16 @@ class Engine:
                 key = await self.queue.get()
             except QueueShutDown:
                 return
+            self._busy += 1
             try:
                 await self._yield_to_launches()
                 if key not in self._held and not await self._in_thread(self._claim, key):
                     continue  # another replica drives it
+                start = time.perf_counter()
                 result = await self._in_thread(self.executor.handle, key)
+                self.ctx.metrics.observe(f"{PROPELLER}round:round_total_ms", "Latency per round",
+                                         (time.perf_counter() - start) * 1000.0)
+                self.ctx.metrics.inc(f"{PROPELLER}round:success_count", "Round succeeded")
                 self.rounds += 1
                 self.queue.forget(key)
                 if not result.done and result.requeue_after is not None:
@@ -155,6 +169,7 @@ class Engine:
                 self._held.discard(key)
                 self.queue.forget(key)
             except Exception as e:  # noqa: BLE001 - a bad round must not kill the worker
+                self.ctx.metrics.inc(f"{PROPELLER}round:error_count", "Round failed")
                 log.exception("evaluating execution %s failed", "/".join(key))
                 try:
                     failed = await self._in_thread(self.executor.record_failed_round, key, e)
@@ -164,6 +179,7 @@ class Engine:
                 if not failed:
                     self.queue.add_rate_limited(key)
             finally:
+                self._busy -= 1
                 self.queue.done(key)
 
     async def _yield_to_launches(self) -> None:

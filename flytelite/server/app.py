@@ -23,6 +23,7 @@ from flytelite.admin.engine_clients import (
 )
 from flytelite.admin.events import EventSink
 from flytelite.admin.grpc_errors import ErrorInterceptor
+from flytelite.admin.grpc_metrics import MetricsInterceptor
 from flytelite.admin.grpc_services import GRPC_SERVICES
 from flytelite.admin.message_limits import MessageLimitInterceptor, server_options
 from flytelite.auth.grpc import AuthInterceptor, AuthMetadataService
@@ -30,6 +31,7 @@ from flytelite.auth.setup import build_auth
 from flytelite.config import Config
 from flytelite.console.app import build_app
 from flytelite.context import Context
+from flytelite.metrics import EXECUTION_MANAGER, OWN
 from flytelite.notifications.processor import NotificationProcessor
 from flytelite.plugins.registry import PluginRegistry
 from flytelite.propeller.clients import AdminClients
@@ -43,6 +45,7 @@ from flytelite.server.replicas import ReplicaRegistry
 from flytelite.server.wakeups import Listener, publisher
 from flytelite.storage import BlobStore
 from flytelite.store.db import Database
+from flytelite.store.executions import count_active
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +121,7 @@ class FlyteliteServer:
         ctx.public_url = cfg.public_url
         self.replica_id = uuid.uuid4().hex[:16]
         self.registry = ReplicaRegistry(ctx, self.replica_id, cfg.role)
+        self._register_gauges(ctx)
         if cfg.runs_engine:
             self.engine = Engine(ctx, EventSink(ctx), plugins=self.plugins, clients=admin_clients(ctx),
                                  replica_id=self.replica_id, peers=self.registry.live_engines)
@@ -162,10 +166,11 @@ class FlyteliteServer:
         http_sock.bind(("127.0.0.1", 0))
         self._grpc = grpc.server(
             futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="admin"),
-            # Authentication first; then the error interceptor, which maps what the limits' interceptor raises
-            # like any other.
-            interceptors=([AuthInterceptor(ctx.auth)] if ctx.auth is not None else [])
-            + [ErrorInterceptor(), MessageLimitInterceptor(cfg.grpc)],
+            # Metrics outermost (refused calls count too); authentication next; then the error interceptor, which
+            # maps what the limits' interceptor raises like any other.
+            interceptors=[MetricsInterceptor(ctx.metrics),
+                          *([AuthInterceptor(ctx.auth)] if ctx.auth is not None else []),
+                          ErrorInterceptor(), MessageLimitInterceptor(cfg.grpc)],
             options=[*server_options(cfg.grpc), *KEEPALIVE_OPTIONS],
         )
         grpc_port = self._grpc.add_insecure_port("127.0.0.1:0")
@@ -179,6 +184,16 @@ class FlyteliteServer:
         uv_config = uvicorn.Config(build_app(ctx), log_level="warning", lifespan="off", access_log=False)
         self._http = QuietHttpServer(uv_config)
         self._http_task = asyncio.create_task(self._http.serve(sockets=[http_sock]))
+
+    def _register_gauges(self, ctx: Context) -> None:
+        def active() -> int:
+            with ctx.db.session() as session:
+                return count_active(session)
+
+        ctx.metrics.gauge(f"{EXECUTION_MANAGER}active_executions", "overall count of active workflow executions",
+                          active)
+        ctx.metrics.gauge(f"{OWN}replicas:live_engines", "Engine replicas on this database with a recent heartbeat",
+                          self.registry.live_engines)
 
     async def _heartbeat(self) -> None:
         interval = self.config.engine.lease_seconds / 3

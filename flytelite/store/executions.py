@@ -62,6 +62,12 @@ def count_unfinished(session: Session, project: str, domain: str, launch_plan: s
         Execution.phase.not_in([int(p) for p in WORKFLOW_TERMINAL]))) or 0
 
 
+def count_active(session: Session) -> int:
+    """Executions that have not finished, in every project."""
+    return session.scalar(select(func.count()).select_from(Execution).where(
+        Execution.phase.not_in([int(p) for p in WORKFLOW_TERMINAL]))) or 0
+
+
 def find_execution(session: Session, ident: idpb.WorkflowExecutionIdentifier,
                    for_update: bool = False) -> Execution | None:
     """The execution row; `for_update` locks it until the transaction ends, for a read-modify-write of its

@@ -86,6 +86,11 @@ def test_a_skip_policy_refuses_a_launch_over_its_limit_across_versions(server, c
     assert run.returncode != 0 and "/console/projects" not in run.stdout, run.stdout + run.stderr
     executions, _ = remote_for(server).client.list_executions_paginated(P, D, limit=100)
     assert [e.id.name for e in executions if e.spec.launch_plan.name == "one_at_a_time"] == [first[1]]
+    # Each refusal counts in FlyteAdmin's concurrency_limit_hits, by launch plan.
+    metrics = urllib.request.urlopen(server.url + "/metrics", timeout=60).read().decode().splitlines()
+    series = ('flyte:admin:admin:execution_manager:concurrency_limit_hits{domain="development",'
+              'name="one_at_a_time",project="flytesnacks"} ')
+    assert [float(line[len(series):]) >= 3 for line in metrics if line.startswith(series)] == [True], metrics
     _finish([server], [first[1]], marker)
     # The console's launch plan page shows the policy.
     page = urllib.request.urlopen(server.url + entity_url("launch_plan", P, D, "one_at_a_time", "lim-v1"),

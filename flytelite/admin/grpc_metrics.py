@@ -1,0 +1,40 @@
+"""FlyteAdmin's per-RPC metrics for every gRPC call: its duration, and its status code counted (flytelite/metrics.py)."""
+
+from __future__ import annotations
+
+import time
+
+import grpc
+
+from flytelite.metrics import Metrics, rpc_prefix
+
+
+class MetricsInterceptor(grpc.ServerInterceptor):
+    """The outermost interceptor: calls refused by authentication or by a limit are counted too."""
+
+    def __init__(self, metrics: Metrics):
+        self.metrics = metrics
+
+    def intercept_service(self, continuation, handler_call_details):
+        handler = continuation(handler_call_details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        prefix = rpc_prefix(handler_call_details.method)
+        behavior, metrics = handler.unary_unary, self.metrics
+
+        def measured(request, context: grpc.ServicerContext):
+            start = time.perf_counter()
+            try:
+                return behavior(request, context)
+            finally:
+                elapsed_ms = (time.perf_counter() - start) * 1000.0
+                # code() (grpc 1.38+) is not in types-grpcio; None until a handler or abort sets one.
+                code = context.code() or grpc.StatusCode.OK  # type: ignore[attr-defined]
+                metrics.observe(f"{prefix}duration_ms", "recorded response time duration for endpoint", elapsed_ms)
+                if code == grpc.StatusCode.OK:
+                    metrics.inc(f"{prefix}success", "count of successful responses returned by endpoint")
+                else:
+                    metrics.inc(f"{prefix}errors", "count of errors returned by endpoint")
+                metrics.inc(f"{prefix}codes:{code.name}", f"count of responses returning: {code.name}")
+
+        return handler._replace(unary_unary=measured)
