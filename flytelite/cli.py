@@ -1,5 +1,6 @@
 """The `flytelite` command: start the server, write a flytekit config, see replicas, see and evict the cache,
-remove old executions (gc), hash client secrets and passwords for the `auth:` configuration."""
+remove old executions (gc), upgrade the database's schema, back up and restore a home, hash client secrets
+and passwords for the `auth:` configuration."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ admin:
 def start_server(args: argparse.Namespace, plugins: PluginRegistry | None = None) -> int:
     """`flytelite start`; `plugins` replaces the engine's task plugins (benchmarks/noop_server.py)."""
     from flytelite.server import FlyteliteServer
+    from flytelite.store.db import SchemaMismatch
 
     config = Config.load(args.config, home=args.home, port=args.port, host=args.host, role=args.role,
                          tls_cert=args.tls_cert, tls_key=args.tls_key)
@@ -37,6 +39,9 @@ def start_server(args: argparse.Namespace, plugins: PluginRegistry | None = None
     logging.getLogger("alembic").setLevel(logging.WARNING)
     try:
         asyncio.run(FlyteliteServer(config, plugins).run())
+    except SchemaMismatch as exc:
+        print(f"flytelite could not start: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"flytelite could not start: {exc}. Is another server on port {config.port}? Try --port.",
               file=sys.stderr)
@@ -81,6 +86,54 @@ def _open_state(args: argparse.Namespace):
     if not config.database_url and not (config.home / "flytelite.db").exists():
         raise SystemExit(f"no flytelite state in {config.home}; pass the --home the server runs with")
     return Context(config=config, db=Database(config.db_url), blobs=BlobStore(config.blob_root, config.s3))
+
+
+def _db_upgrade(args: argparse.Namespace) -> int:
+    """Bring the database's schema to this release's (what a Deployment's init step runs)."""
+    from flytelite.store.db import Database, SchemaMismatch
+
+    config = Config.load(args.config, home=args.home)
+    config.home.mkdir(parents=True, exist_ok=True)
+    try:
+        before, now = Database(config.db_url).migrate()
+    except SchemaMismatch as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(f"schema at revision {now}" + ("" if before == now else f" (was {before or 'empty'})"))
+    return 0
+
+
+def _db_version(args: argparse.Namespace) -> int:
+    from flytelite.store.db import Database, newest_revision
+
+    config = Config.load(args.config, home=args.home)
+    current = Database(config.db_url).schema_revision()
+    print(f"database: {current or 'empty'}; this flytelite: {newest_revision()}")
+    return 0
+
+
+def _backup(args: argparse.Namespace) -> int:
+    from flytelite.store.backup import BackupError, backup
+
+    try:
+        count = backup(Config.load(args.config, home=args.home), Path(args.archive))
+    except BackupError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(f"wrote {args.archive} ({count} files)")
+    return 0
+
+
+def _restore(args: argparse.Namespace) -> int:
+    from flytelite.store.backup import BackupError, restore
+
+    try:
+        count = restore(Path(args.archive), Path(args.home).expanduser())
+    except BackupError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(f"restored {count} files into {args.home}; start a server with --home {args.home}")
+    return 0
 
 
 def _open_catalog(args: argparse.Namespace):
@@ -190,6 +243,27 @@ def build_parser() -> argparse.ArgumentParser:
     gc.add_argument("--home", default=None, help="state folder (default ~/.flytelite)")
     gc.add_argument("--config", type=Path, default=None, help="YAML configuration file")
     gc.set_defaults(func=_gc)
+
+    db = sub.add_parser("db", help="the database's schema")
+    db_sub = db.add_subparsers(dest="db_command", required=True)
+    for name, func, helptext in (("upgrade", _db_upgrade, "upgrade the schema to this release's (as FlyteAdmin's "
+                                                          "`migrate run`)"),
+                                 ("version", _db_version, "print the database's schema revision and this release's")):
+        cmd = db_sub.add_parser(name, help=helptext)
+        cmd.add_argument("--home", default=None, help="state folder (default ~/.flytelite)")
+        cmd.add_argument("--config", type=Path, default=None, help="YAML configuration file (its database_url)")
+        cmd.set_defaults(func=func)
+
+    backup = sub.add_parser("backup", help="write a SQLite home (database, blobs, logs, keys) to a .tar.gz, "
+                                           "also while a server runs on it")
+    backup.add_argument("archive", help="the .tar.gz to write")
+    backup.add_argument("--home", default=None, help="state folder (default ~/.flytelite)")
+    backup.add_argument("--config", type=Path, default=None, help="YAML configuration file")
+    backup.set_defaults(func=_backup)
+    restore = sub.add_parser("restore", help="unpack a `flytelite backup` archive into a new home")
+    restore.add_argument("archive", help="the .tar.gz `flytelite backup` wrote")
+    restore.add_argument("--home", required=True, help="the folder to restore into (empty or missing)")
+    restore.set_defaults(func=_restore)
 
     auth = sub.add_parser("auth", help="authentication helpers")
     auth_sub = auth.add_subparsers(dest="auth_command", required=True)

@@ -401,6 +401,9 @@ class Config:
     public_url: str = ""
     # SQLAlchemy URL; empty means a SQLite file under home.
     database_url: str = ""
+    # Upgrade the database's schema when the server starts. Off (replicas whose Deployment runs
+    # `flytelite db upgrade` first): a server refuses a schema older than its own, naming both.
+    migrate_on_start: bool = True
     # Blob store root: a local folder (default: <home>/blobs) or an fsspec URL such as s3://bucket/prefix.
     storage_root: str = ""
     # Endpoint, region and credentials of S3 when storage_root is s3://... (see S3Config).

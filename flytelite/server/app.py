@@ -56,7 +56,10 @@ def build_context(config: Config) -> Context:
     config.work_dir.mkdir(parents=True, exist_ok=True)
     config.attempts_dir.mkdir(parents=True, exist_ok=True)
     db = Database(config.db_url)
-    db.migrate()
+    if config.migrate_on_start:
+        db.migrate()
+    else:
+        db.require_current()
     ctx = Context(config=config, db=db, blobs=BlobStore(config.blob_root, config.s3))
     ctx.auth = build_auth(config.auth, config.home, lambda: ctx.public_url)
     ensure_default_project(ctx)

@@ -1,4 +1,4 @@
-"""Database access: one engine, short sessions, migrations to head on start.
+"""Database access: one engine, short sessions, migrations to head on start (or by `flytelite db upgrade`).
 
 SQLite (the default, a file under the home) and PostgreSQL (`postgresql+psycopg://...`, psycopg 3)
 run the same schema and queries; what differs between them is set up here and nowhere else. A value the
@@ -88,18 +88,74 @@ class Database:
         """How many sessions this thread has open (nested ones count)."""
         return getattr(self._local, "depth", 0)
 
-    def migrate(self) -> None:
-        """Bring the schema to the newest Alembic revision."""
+    def migrate(self) -> tuple[str | None, str]:
+        """Bring the schema to the newest revision this flytelite knows; (revision before, revision now).
+        A schema newer than that is refused (SchemaMismatch): an older release cannot know what it holds."""
         from alembic import command
-        from alembic.config import Config as AlembicConfig
 
-        cfg = AlembicConfig()
-        cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-        cfg.attributes["engine"] = self.engine
-        command.upgrade(cfg, "head")
+        before = self.schema_revision()
+        self._known(before)
+        command.upgrade(_alembic_config(self.engine), "head")
+        return before, newest_revision()
+
+    def require_current(self) -> None:
+        """Refuse a schema older or newer than this flytelite's (when it does not migrate on start)."""
+        current, newest = self.schema_revision(), newest_revision()
+        self._known(current)
+        if current != newest:
+            raise SchemaMismatch(f"the database {self.safe_url} is at schema revision {current or 'none (empty)'}; "
+                                 f"this flytelite needs {newest}: run `flytelite db upgrade` with this "
+                                 "configuration first (or set migrate_on_start: true)")
+
+    def schema_revision(self) -> str | None:
+        """The database's Alembic revision (None: no schema yet)."""
+        from alembic.runtime.migration import MigrationContext
+
+        with self.engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+
+    def _known(self, revision: str | None) -> None:
+        if revision is not None and revision not in known_revisions():
+            raise SchemaMismatch(f"the database {self.safe_url} is at schema revision {revision}, newer than this "
+                                 f"flytelite knows (its newest is {newest_revision()}): run the flytelite release "
+                                 "that upgraded it, or restore a backup taken before the upgrade")
+
+    @property
+    def safe_url(self) -> str:
+        """The URL without its password."""
+        return self.engine.url.render_as_string(hide_password=True)
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+class SchemaMismatch(RuntimeError):
+    """The database's schema is not the one this flytelite runs on (what to do is in the message)."""
+
+
+def _alembic_config(engine=None):
+    from alembic.config import Config as AlembicConfig
+
+    cfg = AlembicConfig()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.attributes["engine"] = engine
+    return cfg
+
+
+def _scripts():
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(_alembic_config())
+
+
+def newest_revision() -> str:
+    head = _scripts().get_current_head()
+    assert head is not None, "the migrations have one head"
+    return head
+
+
+def known_revisions() -> set[str]:
+    return {script.revision for script in _scripts().walk_revisions()}
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
