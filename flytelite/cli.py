@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,16 +26,13 @@ admin:
 
 def start_server(args: argparse.Namespace, plugins: PluginRegistry | None = None) -> int:
     """`flytelite start`; `plugins` replaces the engine's task plugins (benchmarks/noop_server.py)."""
+    from flytelite.logs import configure as configure_logging
     from flytelite.server import FlyteliteServer
     from flytelite.store.db import SchemaMismatch
 
     config = Config.load(args.config, home=args.home, port=args.port, host=args.host, role=args.role,
                          tls_cert=args.tls_cert, tls_key=args.tls_key)
-    logging.basicConfig(
-        level=getattr(logging, args.log_level.upper()),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    logging.getLogger("alembic").setLevel(logging.WARNING)
+    configure_logging(config.logging, args.log_level)
     try:
         asyncio.run(FlyteliteServer(config, plugins).run())
     except SchemaMismatch as exc:
@@ -219,7 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "engine and scheduler only (replicas on one database share the executions)")
     start.add_argument("--tls-cert", default=None, help="PEM certificate: serve gRPC and HTTP over TLS")
     start.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
-    start.add_argument("--log-level", default="info")
+    start.add_argument("--log-level", default=None, help="level of every logger (default: the configuration's "
+                                                         "logging.level, info)")
     start.set_defaults(func=start_server)
 
     config = sub.add_parser("config", help="client configuration")

@@ -95,7 +95,7 @@ class EngineConfig:
 ROLES = ("all", "api", "engine")
 # Keys of the YAML file that hold a section (a dataclass of their own).
 SECTIONS = ("engine", "scheduler", "s3", "kubernetes", "remote_data", "grpc", "literal_offloading", "gc",
-            "notifications", "agent_service", "spark", "ray", "dask", "task_resources")
+            "notifications", "agent_service", "spark", "ray", "dask", "task_resources", "logging")
 
 
 # What the scheduler does with slots that came due while it was not running (see flytelite/scheduler).
@@ -274,6 +274,30 @@ class RemoteDataConfig:
             raise ValueError(f"remote_data.signed_url_seconds must be more than 0, not {self.signed_url_seconds}")
 
 
+LOG_FORMATS = ("text", "json")
+
+
+@dataclass
+class LoggingConfig:
+    """The server's log lines (flytelite/logs.py)."""
+
+    # "text" (one line per record) or "json" (one JSON object per line, with the execution, node and attempt
+    # a record was logged for).
+    format: str = "text"
+    # The level of every logger (`flytelite start --log-level` overrides it), and levels of some, by
+    # logger name (a component: e.g. {"flytelite.propeller": "debug", "flytelite.scheduler": "warning"}).
+    level: str = "info"
+    levels: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.format not in LOG_FORMATS:
+            raise ValueError(f"logging.format must be one of {', '.join(LOG_FORMATS)}, not {self.format!r}")
+        for name, level in {"logging.level": self.level, **{f"logging.levels[{k!r}]": v
+                                                            for k, v in self.levels.items()}}.items():
+            if level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+                raise ValueError(f"{name} must be debug, info, warning, error or critical, not {level!r}")
+
+
 @dataclass
 class GrpcConfig:
     """Largest gRPC messages the API takes and gives (FlyteAdmin's `server.grpc.maxMessageSizeBytes`, one value
@@ -431,6 +455,7 @@ class Config:
     max_upload_bytes: int = 1024 * 1024 * 1024
     remote_data: RemoteDataConfig = field(default_factory=RemoteDataConfig)
     grpc: GrpcConfig = field(default_factory=GrpcConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
     literal_offloading: LiteralOffloadingConfig = field(default_factory=LiteralOffloadingConfig)
     gc: GcConfig = field(default_factory=GcConfig)
     notifications: NotificationsConfig = field(default_factory=NotificationsConfig)

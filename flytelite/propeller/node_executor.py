@@ -11,6 +11,7 @@ Nested kinds (branch, subworkflow, dynamic) hand their children back here as a n
 
 from __future__ import annotations
 
+import logging
 import posixpath
 from dataclasses import dataclass
 from datetime import timedelta
@@ -20,6 +21,7 @@ from flyteidl.core import execution_pb2, literals_pb2
 from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM, USER, ErrorInfo
 from flytelite.idl.ids import END_NODE, START_NODE
+from flytelite.logs import enter_node, leave_node
 from flytelite.propeller.bindings import BindingError, resolve_bindings
 from flytelite.propeller.execution_context import ExecutionRound
 from flytelite.propeller.failure_node import set_error_input
@@ -39,6 +41,7 @@ from flytelite.propeller.scope import DagScope
 from flytelite.propeller.status import NodeStatus, iso, parse_iso
 from flytelite.propeller.workflow import node_kind
 
+log = logging.getLogger(__name__)
 # A node may pass several phases in one round (queued -> running, failed attempt -> next attempt).
 MAX_STEPS_PER_ROUND = 8
 
@@ -137,6 +140,13 @@ class NodeExecutor:
         return used
 
     def _steps(self, nctx: NodeExecutionContext, handler: NodeHandler) -> bool:
+        tokens = enter_node(nctx.node_id, nctx.status.attempts)
+        try:
+            return self._step_through(nctx, handler)
+        finally:
+            leave_node(tokens)
+
+    def _step_through(self, nctx: NodeExecutionContext, handler: NodeHandler) -> bool:
         st = nctx.status
         for _ in range(MAX_STEPS_PER_ROUND):
             phase = st.phase
@@ -311,6 +321,8 @@ class NodeExecutor:
 
     def _set_phase(self, nctx: NodeExecutionContext, new: NodeStatusPhase) -> None:
         st, now = nctx.status, iso(nctx.round.now)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s -> %s", NodeStatusPhase(st.phase).name, new.name)
         st.phase = new
         if new == NodeStatusPhase.RUNNING:
             if not st.started_at:

@@ -23,6 +23,7 @@ from flytelite.context import Context, ExecutionKey
 from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import ErrorInfo
 from flytelite.idl.ids import END_NODE, execution_id
+from flytelite.logs import execution_scope
 from flytelite.propeller.clients import AdminClients, unconnected
 from flytelite.propeller.events import EventRecorder
 from flytelite.propeller.execution_context import ExecutionRound
@@ -99,6 +100,10 @@ class WorkflowExecutor:
 
     def handle(self, key: ExecutionKey) -> RoundResult:
         """Evaluate one execution; raises if the round failed (its status is then not persisted)."""
+        with execution_scope("/".join(key)):
+            return self._handle(key)
+
+    def _handle(self, key: ExecutionKey) -> RoundResult:
         # Taken out for the round: a round that raises leaves no half-changed status behind.
         kept = self._statuses.pop(key, None)
         held = self._workflows.get(key)
