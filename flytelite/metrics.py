@@ -47,7 +47,8 @@ class Metrics:
         self._lock = threading.Lock()
         self._counters: dict[tuple[str, Labels], float] = {}
         self._summaries: dict[str, list[float]] = {}  # name -> [count, sum]
-        self._gauges: dict[str, Callable[[], float]] = {}
+        # Read at scrape time: name -> (read, kind), kind "gauge" or "counter" (a count kept elsewhere).
+        self._gauges: dict[str, tuple[Callable[[], float], str]] = {}
         self._help: dict[str, str] = {}
 
     # -- recording ------------------------------------------------------------------------------
@@ -75,10 +76,11 @@ class Metrics:
         finally:
             self.observe(name, doc, (time.perf_counter() - start) * 1000.0)
 
-    def gauge(self, name: str, doc: str, read: Callable[[], float]) -> None:
-        """A gauge whose value `read()` gives at each scrape (replacing one of the same name)."""
+    def gauge(self, name: str, doc: str, read: Callable[[], float], kind: str = "gauge") -> None:
+        """A gauge (or, with kind "counter", a count kept elsewhere) whose value `read()` gives at each scrape,
+        replacing one of the same name."""
         with self._lock:
-            self._gauges[name] = read
+            self._gauges[name] = (read, kind)
             self._help[name] = doc
 
     # -- scraping -------------------------------------------------------------------------------
@@ -104,12 +106,12 @@ class Metrics:
         for name, (count, total) in sorted(summaries.items()):
             family(name, "summary")
             lines += [f"{name}_sum {_number(total)}", f"{name}_count {_number(count)}"]
-        for name, read in sorted(gauges.items()):
+        for name, (read, kind) in sorted(gauges.items()):
             try:
                 value = float(read())
             except Exception:  # noqa: BLE001 - a gauge that cannot be read now is left out of this scrape
                 continue
-            family(name, "gauge")
+            family(name, kind)
             lines.append(f"{name} {_number(value)}")
         return ("\n".join(lines) + "\n").encode()
 

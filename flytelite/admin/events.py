@@ -36,6 +36,7 @@ from flytelite.idl.phases import (
     workflow_phase_name,
 )
 from flytelite.idl.times import to_duration, to_timestamp
+from flytelite.metrics import OWN
 from flytelite.notifications.publish import publish_notifications
 from flytelite.store.models import NodeExecution
 
@@ -60,6 +61,11 @@ class EventSink:
         a few statements instead of a transaction per event; `then(session)` (the engine's status write)
         runs in the same transaction after them. Raises, applying none, if admin refuses one of them; the
         caller then sends them one by one."""
+        with self.ctx.metrics.timer_ms(f"{OWN}events:apply_ms", "Time to record one round's events (a transaction)"):
+            self._apply_batch(events, then)
+        self.ctx.metrics.inc(f"{OWN}events:recorded", "Events recorded", len(events))
+
+    def _apply_batch(self, events: Sequence[Message], then: Callable[[Session], None] | None) -> None:
         with self.ctx.db.session() as session:
             rows = EventRows(session)
             rows.prefetch(_named_nodes(events))

@@ -425,6 +425,9 @@ class Config:
     public_url: str = ""
     # SQLAlchemy URL; empty means a SQLite file under home.
     database_url: str = ""
+    # A port of its own serving GET /metrics (0: none; the public port serves it too): how Prometheus scrapes
+    # an engine-only replica, which has no public port.
+    metrics_port: int = 0
     # Upgrade the database's schema when the server starts. Off (replicas whose Deployment runs
     # `flytelite db upgrade` first): a server refuses a schema older than its own, naming both.
     migrate_on_start: bool = True

@@ -154,6 +154,11 @@ class LocalProcessPlugin(Plugin):
         self.warm = (WarmPool(ctx.config.logs_dir, engine.warm_start_seconds, queue_seconds=engine.warm_queue_seconds,
                               temp_dir=self._temp_root, max_processes=self.slots.size)
                      if engine.warm_workers else None)
+        if self.warm is not None:
+            warm = self.warm
+            ctx.metrics.gauge(f"{OWN}warm:forks", "Attempts forked from a zygote", lambda: warm.forks, "counter")
+            ctx.metrics.gauge(f"{OWN}warm:reused", "Attempts run by a worker that had run another",
+                              lambda: warm.reused, "counter")
         # Finished attempts' folders are deleted where they are by one thread at the lowest CPU priority. Those
         # it has not deleted when the server stops are moved into the trash folder, which the next start empties.
         self._trash = ctx.config.attempts_dir / ".trash"

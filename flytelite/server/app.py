@@ -7,8 +7,10 @@ import logging
 import signal
 import socket
 import ssl
+import threading
 import uuid
 from concurrent import futures
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import grpc
 import uvicorn
@@ -31,7 +33,8 @@ from flytelite.auth.setup import build_auth
 from flytelite.config import Config
 from flytelite.console.app import build_app
 from flytelite.context import Context
-from flytelite.metrics import EXECUTION_MANAGER, OWN
+from flytelite.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from flytelite.metrics import EXECUTION_MANAGER, OWN, Metrics
 from flytelite.notifications.processor import NotificationProcessor
 from flytelite.plugins.registry import PluginRegistry
 from flytelite.propeller.clients import AdminClients
@@ -61,6 +64,7 @@ def build_context(config: Config) -> Context:
     else:
         db.require_current()
     ctx = Context(config=config, db=db, blobs=BlobStore(config.blob_root, config.s3))
+    db.time_queries(lambda ms: ctx.metrics.observe(f"{OWN}database:statement_ms", "Time of each SQL statement", ms))
     ctx.auth = build_auth(config.auth, config.home, lambda: ctx.public_url)
     ensure_default_project(ctx)
     return ctx
@@ -105,6 +109,7 @@ class FlyteliteServer:
         self._grpc: grpc.Server | None = None
         self._http: QuietHttpServer | None = None
         self._listener: Listener | None = None
+        self._metrics_http: ThreadingHTTPServer | None = None
         self._stopping = asyncio.Event()
 
     async def run(self) -> None:
@@ -125,6 +130,8 @@ class FlyteliteServer:
         self.replica_id = uuid.uuid4().hex[:16]
         self.registry = ReplicaRegistry(ctx, self.replica_id, cfg.role)
         self._register_gauges(ctx)
+        if cfg.metrics_port:
+            self._metrics_http = serve_metrics(ctx.metrics, cfg.host, cfg.metrics_port)
         if cfg.runs_engine:
             self.engine = Engine(ctx, EventSink(ctx), plugins=self.plugins, clients=admin_clients(ctx),
                                  replica_id=self.replica_id, peers=self.registry.live_engines)
@@ -232,6 +239,9 @@ class FlyteliteServer:
         if self._http is not None:
             self._http.stop()
             await self._http_task
+        if self._metrics_http is not None:
+            self._metrics_http.shutdown()
+            self._metrics_http.server_close()
         self._heartbeat_task.cancel()
         try:
             await asyncio.to_thread(self.registry.deregister)
@@ -258,6 +268,29 @@ class FlyteliteServer:
         if cfg.auth.enabled:
             lines.append("  and set admin.authType (ClientSecret, Pkce or ExternalCommand) in its config")
         print("\n".join(lines), flush=True)
+
+
+def serve_metrics(metrics: Metrics, host: str, port: int) -> ThreadingHTTPServer:
+    """GET /metrics on a port of its own, in a thread (flytelite/metrics.py)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            if self.path.split("?")[0] != "/metrics":
+                self.send_error(404, "only /metrics is served on this port")
+                return
+            body = metrics.exposition()
+            self.send_response(200)
+            self.send_header("Content-Type", METRICS_CONTENT_TYPE)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args) -> None:  # scrapes are not worth a log line each
+            pass
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True).start()
+    return server
 
 
 class QuietHttpServer(uvicorn.Server):

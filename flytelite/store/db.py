@@ -9,7 +9,8 @@ it is InvalidArgument, on both.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
@@ -52,6 +53,19 @@ class Database:
         self._sessions = sessionmaker(self.engine, expire_on_commit=False, future=True)
         # Writes of concurrent callers committed in shared transactions (group_commit.py).
         self.group_commit = GroupCommit(self)
+
+    def time_queries(self, observe: Callable[[float], None]) -> None:
+        """Call `observe(milliseconds)` after every statement the database ran (metrics)."""
+        def before(_conn, _cursor, _statement, _parameters, context, _executemany) -> None:
+            context._flytelite_started = time.perf_counter()
+
+        def after(_conn, _cursor, _statement, _parameters, context, _executemany) -> None:
+            started = getattr(context, "_flytelite_started", None)
+            if started is not None:
+                observe((time.perf_counter() - started) * 1000.0)
+
+        event.listen(self.engine, "before_cursor_execute", before)
+        event.listen(self.engine, "after_cursor_execute", after)
 
     @contextmanager
     def session(self) -> Iterator[Session]:

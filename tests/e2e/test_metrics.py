@@ -13,15 +13,15 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import yaml
 from flytekit.models.core.execution import WorkflowExecutionPhase
 
-from flytelite.testing import free_port
+from flytelite.testing import free_port, make_server
 from tests.e2e.flyte_cli import copy_workflows, remote_for, run_remote, wait_for
 
 PROMETHEUS = shutil.which("prometheus")
 DASHBOARD = Path(__file__).parents[2] / "deploy" / "grafana" / "flytelite.json"
-pytestmark = [pytest.mark.e2e, pytest.mark.skipif(
-    not PROMETHEUS, reason="Prometheus is not installed (Debian's `prometheus` package; .ci/run installs it)")]
+pytestmark = pytest.mark.e2e
 
 
 class Prometheus:
@@ -45,6 +45,8 @@ class Prometheus:
 
 @pytest.fixture(scope="module")
 def prometheus(server, tmp_path_factory):
+    if not PROMETHEUS:
+        pytest.skip("Prometheus is not installed (Debian's `prometheus` package; .ci/run installs it)")
     folder = tmp_path_factory.mktemp("prometheus")
     config = folder / "prometheus.yml"
     config.write_text(json.dumps({
@@ -90,6 +92,9 @@ def test_prometheus_scrapes_the_servers_metrics_while_a_workflow_runs(server, pr
         "flyte:admin:admin:execution_manager:acceptance_delay_count",
         "flyte:propeller:all:round:success_count",
         "flyte:propeller:all:round:round_total_ms_count",
+        "flytelite:events:apply_ms_count",
+        "flytelite:events:recorded",
+        "flytelite:database:statement_ms_count",
     ]
     for series in expected:
         wait_for(lambda s=series: (prometheus.value(s) or 0) >= 1, f"Prometheus to have {series} >= 1", 120)
@@ -97,7 +102,8 @@ def test_prometheus_scrapes_the_servers_metrics_while_a_workflow_runs(server, pr
     assert prometheus.value("flytelite:task_slots:size") >= 4
     for series in ("flyte:propeller:all:free_workers_count", "flyte:propeller:all:main_depth",
                    "flyte:admin:admin:execution_manager:active_executions", "flytelite:replicas:live_engines",
-                   "flytelite:task_slots:in_use", "flytelite:leases:held"):
+                   "flytelite:task_slots:in_use", "flytelite:leases:held", "flytelite:warm:forks",
+                   "flytelite:warm:reused"):
         assert prometheus.value(series) is not None, series
     # A refused call counts as an error with its code.
     with pytest.raises(Exception, match="NOT_FOUND|not found|does not exist"):
@@ -116,3 +122,43 @@ def test_every_dashboard_query_is_one_prometheus_accepts(prometheus):
     assert refused == {}
     # The check can fail: Prometheus refuses a query that does not parse.
     assert prometheus.query("sum(rate(flyte:propeller:all:round:success_count[5m])")["status"] == "error"
+
+
+def scrape(url: str) -> dict[str, float]:
+    """The unlabelled samples of a /metrics page, by name."""
+    with urllib.request.urlopen(url, timeout=60) as resp:
+        assert resp.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        lines = resp.read().decode().splitlines()
+    return {name: float(value) for name, _, value in (line.partition(" ") for line in lines)
+            if name and not name.startswith("#") and "{" not in name}
+
+
+def test_an_engine_only_replica_serves_its_metrics_on_a_port_of_its_own(tmp_path):
+    home, port = tmp_path / "home", free_port()
+    api = make_server(tmp_path / "api", "", home=home)
+    api.role = "api"
+    engine = make_server(tmp_path / "engine", yaml.safe_dump({"metrics_port": port}), home=home)
+    engine.role = "engine"
+    api.start()
+    try:
+        engine.start()
+        try:
+            name = run_remote(api, copy_workflows(tmp_path / "wf", "hello.py"), "hello.py", "hello_wf")
+            remote = remote_for(api)
+            done = remote.wait(remote.fetch_execution(name=name), timeout=timedelta(seconds=180),
+                               poll_interval=timedelta(seconds=0.5))
+            assert done.closure.phase == WorkflowExecutionPhase.SUCCEEDED, done.error
+            # Each process counts what it did: the engine its rounds, the API its calls.
+            on_engine = scrape(f"http://127.0.0.1:{port}/metrics")
+            assert on_engine["flyte:propeller:all:round:success_count"] >= 1
+            assert on_engine["flytelite:events:recorded"] >= 1
+            assert "flyte:admin:admin:create_execution:success" not in on_engine
+            on_api = scrape(f"{api.url}/metrics")
+            assert on_api["flyte:admin:admin:create_execution:success"] == 1
+            assert "flyte:propeller:all:round:success_count" not in on_api
+            with pytest.raises(urllib.error.HTTPError, match="404"):
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/other", timeout=60)
+        finally:
+            engine.stop()
+    finally:
+        api.stop()
