@@ -12,6 +12,7 @@ from flytelite.metrics import Metrics
 from flytelite.storage import BlobStore
 from flytelite.store.db import Database
 from flytelite.store.versions import VersionCache
+from flytelite.tracing import Tracing
 
 if TYPE_CHECKING:
     from flytelite.auth.setup import Auth
@@ -48,3 +49,5 @@ class Context:
     versions: VersionCache = field(default_factory=VersionCache)
     # What GET /metrics serves (flytelite/metrics.py).
     metrics: Metrics = field(default_factory=Metrics)
+    # Spans (flytelite/tracing.py); off by default.
+    tracing: Tracing = field(default_factory=Tracing)

@@ -1,4 +1,5 @@
-"""FlyteAdmin's per-RPC metrics for every gRPC call: its duration, and its status code counted (flytelite/metrics.py)."""
+"""FlyteAdmin's per-RPC metrics for every gRPC call: its duration, and its status code counted (flytelite/metrics.py);
+and a span for each call when tracing is on (flytelite/tracing.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import time
 import grpc
 
 from flytelite.metrics import Metrics, rpc_prefix
+from flytelite.tracing import Tracing
 
 
 class MetricsInterceptor(grpc.ServerInterceptor):
@@ -38,3 +40,30 @@ class MetricsInterceptor(grpc.ServerInterceptor):
                 metrics.inc(f"{prefix}codes:{code.name}", f"count of responses returning: {code.name}")
 
         return handler._replace(unary_unary=measured)
+
+
+class TracingInterceptor(grpc.ServerInterceptor):
+    """A server span per call, child of the caller's span when its metadata carries W3C trace context."""
+
+    def __init__(self, tracing: Tracing):
+        self.tracing = tracing
+
+    def intercept_service(self, continuation, handler_call_details):
+        handler = continuation(handler_call_details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        method = handler_call_details.method.lstrip("/")
+        carrier = {k: v for k, v in (handler_call_details.invocation_metadata or ())
+                   if k in ("traceparent", "tracestate") and isinstance(v, str)}
+        behavior, tracing = handler.unary_unary, self.tracing
+
+        def traced(request, context: grpc.ServicerContext):
+            with tracing.span(method, parent=carrier or None, server=True,
+                              attributes={"rpc.system": "grpc", "rpc.method": method}) as span:
+                try:
+                    return behavior(request, context)
+                finally:
+                    code = context.code() or grpc.StatusCode.OK  # type: ignore[attr-defined]
+                    span.set_attribute("rpc.grpc.status_code", code.value[0])
+
+        return handler._replace(unary_unary=traced)

@@ -251,6 +251,7 @@ def _store(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier, spec: execut
         # A recovery copies what succeeded in the original; the engine must know it before its first look.
         recover_from=(spec.metadata.reference_execution.name
                       if spec.metadata.mode == execution_pb2.ExecutionMetadata.RECOVERED else ""),
+        traceparent=ctx.tracing.traceparent(),
     )
     flyte_workflow = dict(
         project=exec_id.project, domain=exec_id.domain, name=exec_id.name,

@@ -95,7 +95,7 @@ class EngineConfig:
 ROLES = ("all", "api", "engine")
 # Keys of the YAML file that hold a section (a dataclass of their own).
 SECTIONS = ("engine", "scheduler", "s3", "kubernetes", "remote_data", "grpc", "literal_offloading", "gc",
-            "notifications", "agent_service", "spark", "ray", "dask", "task_resources", "logging")
+            "notifications", "agent_service", "spark", "ray", "dask", "task_resources", "logging", "tracing")
 
 
 # What the scheduler does with slots that came due while it was not running (see flytelite/scheduler).
@@ -275,6 +275,24 @@ class RemoteDataConfig:
 
 
 LOG_FORMATS = ("text", "json")
+
+
+@dataclass
+class TracingConfig:
+    """OpenTelemetry traces (flytelite/tracing.py), sent over OTLP/HTTP."""
+
+    enabled: bool = False
+    # The collector's OTLP/HTTP traces URL.
+    endpoint: str = "http://localhost:4318/v1/traces"
+    # Share of the traces started here that are kept (parent-based: a caller's sampled trace is kept).
+    sampler_ratio: float = 1.0
+    service_name: str = "flytelite"
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.sampler_ratio <= 1.0:
+            raise ValueError(f"tracing.sampler_ratio must be between 0 and 1, not {self.sampler_ratio}")
+        if urlsplit(self.endpoint).scheme not in ("http", "https"):
+            raise ValueError(f"tracing.endpoint must be an http:// or https:// URL (OTLP/HTTP), not {self.endpoint!r}")
 
 
 @dataclass
@@ -459,6 +477,7 @@ class Config:
     remote_data: RemoteDataConfig = field(default_factory=RemoteDataConfig)
     grpc: GrpcConfig = field(default_factory=GrpcConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
+    tracing: TracingConfig = field(default_factory=TracingConfig)
     literal_offloading: LiteralOffloadingConfig = field(default_factory=LiteralOffloadingConfig)
     gc: GcConfig = field(default_factory=GcConfig)
     notifications: NotificationsConfig = field(default_factory=NotificationsConfig)

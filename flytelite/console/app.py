@@ -30,6 +30,7 @@ from flytelite.errors import FlyteliteError, InvalidArgument, NotFound, client_m
 from flytelite.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from flytelite.storage.links import blob_links
 from flytelite.storage.signing import DOWNLOAD_ROUTE, UPLOAD_ROUTE, SignedBlobs
+from flytelite.tracing import Tracing
 
 # Blob links on a page stay valid this long (a page left open keeps refreshing them while running).
 LINK_SECONDS = 24 * 3600
@@ -115,7 +116,25 @@ def build_app(ctx: Context) -> Starlette:
     ])
     if auth is not None:
         app.add_middleware(AuthMiddleware, auth=auth)
+    if ctx.tracing.enabled:  # added last: outermost, so refused requests have their span too
+        app.add_middleware(TracingMiddleware, tracing=ctx.tracing)
     return app
+
+
+class TracingMiddleware:
+    """A server span per HTTP request, child of the caller's when its headers carry W3C trace context."""
+
+    def __init__(self, app, tracing: Tracing):
+        self.app, self.tracing = app, tracing
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        carrier = {name.decode(): value.decode() for name, value in scope.get("headers", ())
+                   if name in (b"traceparent", b"tracestate")}
+        with self.tracing.span(f"HTTP {scope['method']} {scope['path']}", parent=carrier or None, server=True):
+            await self.app(scope, receive, send)
 
 
 def _pod_log_routes(ctx: Context) -> list[Route]:

@@ -300,7 +300,12 @@ class LocalProcessPlugin(Plugin):
             env = _importable(env, code_dir)
         Path(st.log_path).parent.mkdir(parents=True, exist_ok=True)
         try:
-            proc = self._spawn(argv, env, str(work_dir), st.log_path, self._temp_dir(st.marker))
+            # A span of the round (the current span) that starts the attempt.
+            with self.ctx.tracing.span("launch task process",
+                                       attributes={"flyte.task": tctx.task.id.name, "flyte.attempt": st.marker}):
+                if self.ctx.tracing.enabled:
+                    env = {**env, "TRACEPARENT": self.ctx.tracing.traceparent()}
+                proc = self._spawn(argv, env, str(work_dir), st.log_path, self._temp_dir(st.marker))
         except OSError as e:
             self.slots.release(st.marker)
             return PluginPhaseInfo.failure(

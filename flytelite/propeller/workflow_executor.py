@@ -122,6 +122,13 @@ class WorkflowExecutor:
         else:
             persisted = row.status_json
             status = WorkflowStatus.from_json(persisted)
+        with self.ctx.tracing.span("propeller round", parent=spec.traceparent or None,
+                                   attributes={"flyte.execution": "/".join(key)}):
+            return self._rounds(key, row, workflow, spec, persisted, status)
+
+    def _rounds(self, key: ExecutionKey, row, workflow: ExecutableWorkflow, spec: ExecutionSpec, persisted,
+                status: WorkflowStatus) -> RoundResult:
+        """Evaluate the execution until nothing changes at once (at most MAX_STREAK times), persisting each."""
         rnd = None
         # Admin applies a round's events in one transaction, which also persists the status that follows from them.
         events = self.events.buffered()

@@ -25,7 +25,7 @@ from flytelite.admin.engine_clients import (
 )
 from flytelite.admin.events import EventSink
 from flytelite.admin.grpc_errors import ErrorInterceptor
-from flytelite.admin.grpc_metrics import MetricsInterceptor
+from flytelite.admin.grpc_metrics import MetricsInterceptor, TracingInterceptor
 from flytelite.admin.grpc_services import GRPC_SERVICES
 from flytelite.admin.message_limits import MessageLimitInterceptor, server_options
 from flytelite.auth.grpc import AuthInterceptor, AuthMetadataService
@@ -49,6 +49,7 @@ from flytelite.server.wakeups import Listener, publisher
 from flytelite.storage import BlobStore
 from flytelite.store.db import Database
 from flytelite.store.executions import count_active
+from flytelite.tracing import Tracing
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ def build_context(config: Config) -> Context:
         db.migrate()
     else:
         db.require_current()
-    ctx = Context(config=config, db=db, blobs=BlobStore(config.blob_root, config.s3))
+    ctx = Context(config=config, db=db, blobs=BlobStore(config.blob_root, config.s3), tracing=Tracing(config.tracing))
     db.time_queries(lambda ms: ctx.metrics.observe(f"{OWN}database:statement_ms", "Time of each SQL statement", ms))
     ctx.auth = build_auth(config.auth, config.home, lambda: ctx.public_url)
     ensure_default_project(ctx)
@@ -178,7 +179,8 @@ class FlyteliteServer:
             futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="admin"),
             # Metrics outermost (refused calls count too); authentication next; then the error interceptor, which
             # maps what the limits' interceptor raises like any other.
-            interceptors=[MetricsInterceptor(ctx.metrics),
+            interceptors=[*([TracingInterceptor(ctx.tracing)] if ctx.tracing.enabled else []),
+                          MetricsInterceptor(ctx.metrics),
                           *([AuthInterceptor(ctx.auth)] if ctx.auth is not None else []),
                           ErrorInterceptor(), MessageLimitInterceptor(cfg.grpc)],
             options=[*server_options(cfg.grpc), *KEEPALIVE_OPTIONS],
@@ -242,6 +244,7 @@ class FlyteliteServer:
         if self._metrics_http is not None:
             self._metrics_http.shutdown()
             self._metrics_http.server_close()
+        self.ctx.tracing.shutdown()
         self._heartbeat_task.cancel()
         try:
             await asyncio.to_thread(self.registry.deregister)

@@ -35,6 +35,9 @@ class ExecutionSpec:
     # Plugin overrides (PLUGIN_OVERRIDE attributes): task type -> [plugin ids, missing-plugin behavior
     # (flyteidl.admin.PluginOverride: 0 FAIL, 1 USE_DEFAULT)].
     task_plugins: dict[str, list] = field(default_factory=dict)
+    # The W3C trace context of the request that created the execution ("" without tracing): its rounds and
+    # task launches are spans of that trace (flytelite/tracing.py).
+    traceparent: str = ""
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)

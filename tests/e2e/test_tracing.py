@@ -1,0 +1,105 @@
+"""OpenTelemetry traces: a real OTLP/HTTP receiver (this test's, decoding opentelemetry-proto's
+ExportTraceServiceRequest) gets one trace per execution, from the CreateExecution call (a child of the
+client's span, whose W3C traceparent it sent) through the engine's rounds to the task process's launch; the
+task process itself runs with that trace's context in TRACEPARENT."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import grpc
+import pytest
+import yaml
+from flyteidl.admin import execution_pb2
+from flyteidl.core import identifier_pb2
+from flyteidl.service import admin_pb2_grpc
+from flytekit.models.core.execution import WorkflowExecutionPhase
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+from flytelite.config import Config
+from flytelite.testing import free_port, make_server
+from tests.e2e.flyte_cli import copy_workflows, pyflyte, remote_for, wait_for
+
+pytestmark = pytest.mark.e2e
+CLIENT_TRACE, CLIENT_SPAN = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+
+
+class Receiver:
+    """An OTLP/HTTP traces endpoint keeping every span it is sent."""
+
+    def __init__(self) -> None:
+        self.spans: list = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                request = trace_service_pb2.ExportTraceServiceRequest.FromString(body)
+                receiver.spans += [span for rs in request.resource_spans for ss in rs.scope_spans
+                                   for span in ss.spans]
+                reply = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *_args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1/traces"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def named(self, name: str) -> list:
+        return [s for s in self.spans if s.name == name]
+
+
+def test_an_execution_is_one_trace_from_the_clients_create_call_to_its_task_process(tmp_path):
+    receiver = Receiver()
+    server = make_server(tmp_path, yaml.safe_dump({"tracing": {"enabled": True, "endpoint": receiver.url}}))
+    server.start()
+    try:
+        code = copy_workflows(tmp_path / "wf", "traced.py")
+        pyflyte(server, "register", "--project", "flytesnacks", "--domain", "development", "--version", "t1",
+                "traced.py", cwd=code)
+        request = execution_pb2.ExecutionCreateRequest(
+            project="flytesnacks", domain="development", name="traced1",
+            spec=execution_pb2.ExecutionSpec(launch_plan=identifier_pb2.Identifier(
+                resource_type=identifier_pb2.LAUNCH_PLAN, project="flytesnacks", domain="development",
+                name="traced.traced_wf", version="t1")))
+        with grpc.insecure_channel(server.endpoint) as channel:
+            admin_pb2_grpc.AdminServiceStub(channel).CreateExecution(
+                request, timeout=60, metadata=[("traceparent", f"00-{CLIENT_TRACE}-{CLIENT_SPAN}-01")])
+        remote = remote_for(server)
+        execution = remote.wait(remote.fetch_execution(name="traced1"), timeout=timedelta(seconds=180),
+                                poll_interval=timedelta(seconds=0.5))
+        assert execution.closure.phase == WorkflowExecutionPhase.SUCCEEDED, execution.error
+        task_traceparent = execution.outputs["o0"]
+    finally:
+        server.stop()  # sends the spans still buffered
+
+    trace = bytes.fromhex(CLIENT_TRACE)
+    (create,) = wait_for(lambda: [s for s in receiver.named("flyteidl.service.AdminService/CreateExecution")
+                                  if s.trace_id == trace], "the CreateExecution span", 60)
+    assert create.parent_span_id == bytes.fromhex(CLIENT_SPAN)
+    rounds = [s for s in receiver.named("propeller round") if s.trace_id == trace]
+    assert rounds and all(s.parent_span_id == create.span_id for s in rounds)
+    (launch,) = [s for s in receiver.named("launch task process") if s.trace_id == trace]
+    assert launch.parent_span_id in {s.span_id for s in rounds}
+    # The task process runs in the launch's span.
+    assert task_traceparent == f"00-{CLIENT_TRACE}-{launch.span_id.hex()}-01"
+    # Other calls are spans of their own traces (no traceparent sent).
+    assert any(s.trace_id != trace for s in receiver.named("flyteidl.service.AdminService/GetExecution"))
+
+
+def test_tracing_settings_are_checked(tmp_path):
+    path = tmp_path / "flytelite.yaml"
+    path.write_text(yaml.safe_dump({"tracing": {"enabled": True, "sampler_ratio": 2}}))
+    with pytest.raises(ValueError, match="tracing.sampler_ratio must be between 0 and 1, not 2"):
+        Config.load(path)
+    path.write_text(yaml.safe_dump({"tracing": {"endpoint": "collector:4317"}}))
+    with pytest.raises(ValueError, match="tracing.endpoint must be an http:// or https:// URL"):
+        Config.load(path)
