@@ -19,7 +19,9 @@ from __future__ import annotations
 import itertools
 import os
 import posixpath
+import time
 import uuid
+from collections.abc import Callable
 from typing import TypeVar
 
 import fsspec
@@ -52,6 +54,8 @@ def local_path(uri: str) -> str | None:
 
 class BlobStore:
     def __init__(self, root: str, s3_config: S3Config | None = None):
+        # Called with ("read" or "write", milliseconds) after each read and write (metrics); None: not timed.
+        self.observe: Callable[[str, float], None] | None = None
         folder = local_path(root) if "://" in root else os.path.expanduser(root)
         self.is_local = folder is not None
         if folder is not None:
@@ -126,6 +130,25 @@ class BlobStore:
         return self.fs.exists(path)
 
     def read_bytes(self, path: str) -> bytes:
+        if self.observe is None:
+            return self._read_bytes(path)
+        start = time.perf_counter()
+        try:
+            return self._read_bytes(path)
+        finally:
+            self.observe("read", (time.perf_counter() - start) * 1000.0)
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        if self.observe is None:
+            self._write_bytes(path, data)
+            return
+        start = time.perf_counter()
+        try:
+            self._write_bytes(path, data)
+        finally:
+            self.observe("write", (time.perf_counter() - start) * 1000.0)
+
+    def _read_bytes(self, path: str) -> bytes:
         file = self.local_file(path)
         if file is not None:
             with open(file, "rb") as f:
@@ -133,7 +156,7 @@ class BlobStore:
         with self.fs.open(path, "rb") as f:
             return f.read()
 
-    def write_bytes(self, path: str, data: bytes) -> None:
+    def _write_bytes(self, path: str, data: bytes) -> None:
         file = self.local_file(path)
         if file is not None:
             # Write then rename, so a reader never sees half a file after a crash.

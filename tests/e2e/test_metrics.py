@@ -95,6 +95,8 @@ def test_prometheus_scrapes_the_servers_metrics_while_a_workflow_runs(server, pr
         "flytelite:events:apply_ms_count",
         "flytelite:events:recorded",
         "flytelite:database:statement_ms_count",
+        "flytelite:blobs:read_ms_count",
+        "flytelite:blobs:write_ms_count",
     ]
     for series in expected:
         wait_for(lambda s=series: (prometheus.value(s) or 0) >= 1, f"Prometheus to have {series} >= 1", 120)
