@@ -3,7 +3,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 PYTHON ?= python3
 
-.PHONY: start test test-postgres test-k8s test-oldest test-compute lint bench k8s-build dist clean
+.PHONY: start test test-ops test-postgres test-k8s test-oldest test-compute lint bench k8s-build dist clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,7 +24,12 @@ PYTEST_WORKERS ?= 2
 PYTEST = $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --durations=20
 
 test: $(VENV)/.dev-installed
-	$(PYTEST) --ignore=tests/k8s --ignore=tests/compute $(PYTEST_ARGS)
+	$(PYTEST) --ignore=tests/k8s --ignore=tests/compute --ignore=tests/ops $(PYTEST_ARGS)
+
+# Running flytelite as a team does (tests/ops): Prometheus scraping it, traces, JSON logs, upgrading a home
+# made by an earlier release, backups. Prometheus is Debian's package (.ci/run installs it).
+test-ops: $(VENV)/.dev-installed
+	$(PYTEST) tests/ops $(PYTEST_ARGS)
 
 # Tasks as pods on the project's single-node Kubernetes (started by the tests; `make k8s-build` first).
 test-k8s: $(VENV)/.dev-installed
