@@ -14,7 +14,7 @@ ROOT = Path(flytelite.__file__).parent
 LAYERS = [
     ("idl", "errors", "config"),
     ("store", "storage", "kubeclient"),
-    ("context",),
+    ("context", "metrics", "tracing", "logs"),
     ("compiler", "catalog", "notifications"),
     ("plugins",),
     ("propeller",),
