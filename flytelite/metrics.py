@@ -76,6 +76,16 @@ class Metrics:
         finally:
             self.observe(name, doc, (time.perf_counter() - start) * 1000.0)
 
+    def record_rpc(self, prefix: str, code: str, elapsed_ms: float) -> None:
+        """One answered call of an RPC (over gRPC or REST) as FlyteAdmin's RequestMetrics count it; `code` is
+        the gRPC status code's name."""
+        self.observe(f"{prefix}duration_ms", "recorded response time duration for endpoint", elapsed_ms)
+        if code == "OK":
+            self.inc(f"{prefix}success", "count of successful responses returned by endpoint")
+        else:
+            self.inc(f"{prefix}errors", "count of errors returned by endpoint")
+        self.inc(f"{prefix}codes:{code}", f"count of responses returning: {code}")
+
     def gauge(self, name: str, doc: str, read: Callable[[], float], kind: str = "gauge") -> None:
         """A gauge (or, with kind "counter", a count kept elsewhere) whose value `read()` gives at each scrape,
         replacing one of the same name."""

@@ -29,15 +29,9 @@ class MetricsInterceptor(grpc.ServerInterceptor):
             try:
                 return behavior(request, context)
             finally:
-                elapsed_ms = (time.perf_counter() - start) * 1000.0
                 # code() (grpc 1.38+) is not in types-grpcio; None until a handler or abort sets one.
                 code = context.code() or grpc.StatusCode.OK  # type: ignore[attr-defined]
-                metrics.observe(f"{prefix}duration_ms", "recorded response time duration for endpoint", elapsed_ms)
-                if code == grpc.StatusCode.OK:
-                    metrics.inc(f"{prefix}success", "count of successful responses returned by endpoint")
-                else:
-                    metrics.inc(f"{prefix}errors", "count of errors returned by endpoint")
-                metrics.inc(f"{prefix}codes:{code.name}", f"count of responses returning: {code.name}")
+                metrics.record_rpc(prefix, code.name, (time.perf_counter() - start) * 1000.0)
 
         return handler._replace(unary_unary=measured)
 

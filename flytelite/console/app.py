@@ -91,7 +91,7 @@ def build_app(ctx: Context) -> Starlette:
         Route("/metrics", metrics),
         Route("/favicon.ico", lambda _r: Response(status_code=204)),
         Route("/", lambda _r: RedirectResponse("/console")),
-        *rest_routes(by_name),
+        *rest_routes(by_name, ctx.metrics),
         Route("/api/{rest:path}", unknown_api, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
         Route("/console/api/launch", actions.json_action("launch", lambda form: actions.launch(admin, form)),
               methods=["POST"]),

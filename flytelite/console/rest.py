@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, cast
@@ -29,6 +30,7 @@ from starlette.routing import Route
 
 from flytelite.admin.grpc_services import GRPC_SERVICES
 from flytelite.errors import FlyteliteError, InvalidArgument, NotFound, Unimplemented, client_message
+from flytelite.metrics import Metrics, rpc_prefix
 
 log = logging.getLogger(__name__)
 
@@ -224,18 +226,32 @@ class RestContext:
         return self._metadata
 
 
-def _endpoint(route: RestRoute, call: Callable[[Message, RestContext], Message]):
+def _endpoint(route: RestRoute, call: Callable[[Message, RestContext], Message], metrics: Metrics | None):
     what = f"{route.method} {route.template} ({route.service}.{route.rpc})"
+    # Counted as the RPC's gRPC calls are, as FlyteAdmin's gateway calls them over gRPC.
+    prefix = rpc_prefix(f"/flyteidl.service.{route.service}/{route.rpc}")
 
     async def endpoint(request: Request) -> Response:
+        start = time.perf_counter()
         try:
             msg = await build_request(route, request)
             reply = await run_in_threadpool(call, msg, RestContext(request.headers))
         except Exception as exc:  # noqa: BLE001 - the API edge: every failure becomes a JSON error
-            return error_response(exc, what)
+            response = error_response(exc, what)
+            if metrics is not None:
+                metrics.record_rpc(prefix, _code_name(exc), (time.perf_counter() - start) * 1000.0)
+            return response
+        if metrics is not None:
+            metrics.record_rpc(prefix, "OK", (time.perf_counter() - start) * 1000.0)
         return encode(reply, request.headers.get("accept", ""))
 
     return endpoint
+
+
+def _code_name(exc: Exception) -> str:
+    if isinstance(exc, FlyteliteError):
+        return exc.grpc_code
+    return "UNIMPLEMENTED" if isinstance(exc, NotImplementedError) else "INTERNAL"
 
 
 def _caller(route: RestRoute, servicers: Servicers) -> Callable[[Message, RestContext], Message]:
@@ -247,10 +263,11 @@ def _caller(route: RestRoute, servicers: Servicers) -> Callable[[Message, RestCo
     return getattr(servicer, route.rpc)
 
 
-def rest_routes(servicers: Servicers) -> Iterator[Route]:
-    """Starlette routes for every Flyte REST binding, calling `servicers[service_name].<rpc>`."""
+def rest_routes(servicers: Servicers, metrics: Metrics | None = None) -> Iterator[Route]:
+    """Starlette routes for every Flyte REST binding, calling `servicers[service_name].<rpc>` (and counting each
+    call in `metrics`)."""
     for route in flyte_routes():
-        yield Route(route.starlette_path, _endpoint(route, _caller(route, servicers)), methods=[route.method],
+        yield Route(route.starlette_path, _endpoint(route, _caller(route, servicers), metrics), methods=[route.method],
                     name=f"{route.service}.{route.rpc}.{route.method}.{route.template}")
 
 

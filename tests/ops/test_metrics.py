@@ -155,7 +155,11 @@ def test_an_engine_only_replica_serves_its_metrics_on_a_port_of_its_own(tmp_path
             assert on_engine["flyte:propeller:all:round:success_count"] >= 1
             assert on_engine["flytelite:events:recorded"] >= 1
             assert "flyte:admin:admin:create_execution:success" not in on_engine
+            # A REST call counts as the RPC it calls (FlyteAdmin's gateway calls it over gRPC).
+            with pytest.raises(urllib.error.HTTPError, match="404"):
+                urllib.request.urlopen(f"{api.url}/api/v1/executions/flytesnacks/development/no-such", timeout=60)
             on_api = scrape(f"{api.url}/metrics")
+            assert on_api["flyte:admin:admin:get_execution:codes:NOT_FOUND"] == 1
             assert on_api["flyte:admin:admin:create_execution:success"] == 1
             assert "flyte:propeller:all:round:success_count" not in on_api
             with pytest.raises(urllib.error.HTTPError, match="404"):
