@@ -29,9 +29,7 @@ class MetricsInterceptor(grpc.ServerInterceptor):
             try:
                 return behavior(request, context)
             finally:
-                # code() (grpc 1.38+) is not in types-grpcio; None until a handler or abort sets one.
-                code = context.code() or grpc.StatusCode.OK  # type: ignore[attr-defined]
-                metrics.record_rpc(prefix, code.name, (time.perf_counter() - start) * 1000.0)
+                metrics.record_rpc(prefix, _status(context).name, (time.perf_counter() - start) * 1000.0)
 
         return handler._replace(unary_unary=measured)
 
@@ -57,7 +55,12 @@ class TracingInterceptor(grpc.ServerInterceptor):
                 try:
                     return behavior(request, context)
                 finally:
-                    code = context.code() or grpc.StatusCode.OK  # type: ignore[attr-defined]
-                    span.set_attribute("rpc.grpc.status_code", code.value[0])
+                    span.set_attribute("rpc.grpc.status_code", _status(context).value[0])
 
         return handler._replace(unary_unary=traced)
+
+
+def _status(context: grpc.ServicerContext) -> grpc.StatusCode:
+    """The call's status code once it answered: OK unless a handler or an abort set another."""
+    # code() (grpc 1.38+) is not in types-grpcio.
+    return context.code() or grpc.StatusCode.OK  # type: ignore[attr-defined]

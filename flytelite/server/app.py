@@ -178,8 +178,9 @@ class FlyteliteServer:
         http_sock.bind(("127.0.0.1", 0))
         self._grpc = grpc.server(
             futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="admin"),
-            # Metrics outermost (refused calls count too); authentication next; then the error interceptor, which
-            # maps what the limits' interceptor raises like any other.
+            # Tracing (when on) and metrics outermost, so refused calls have their span and count too;
+            # authentication next; then the error interceptor, which maps what the limits' interceptor raises like
+            # any other.
             interceptors=[*([TracingInterceptor(ctx.tracing)] if ctx.tracing.enabled else []),
                           MetricsInterceptor(ctx.metrics),
                           *([AuthInterceptor(ctx.auth)] if ctx.auth is not None else []),

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 WORKFLOWS = Path(__file__).parent / "workflows"
@@ -39,6 +40,13 @@ def run_remote(server, folder: Path, file: str, entity: str, *inputs: str) -> st
     match = EXECUTION_URL.search(proc.stdout + proc.stderr)
     assert match, f"no execution URL in pyflyte output:\n{proc.stdout}\n{proc.stderr}"
     return match.group(3)
+
+
+def finished(server, name: str, timeout: float = 180):
+    """The execution `name` on `server` once it ended (FlyteRemote.wait)."""
+    remote = remote_for(server)
+    return remote.wait(remote.fetch_execution(name=name), timeout=timedelta(seconds=timeout),
+                       poll_interval=timedelta(seconds=0.5))
 
 
 def wait_for(predicate, what: str, timeout: float = 120):

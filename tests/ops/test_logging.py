@@ -4,7 +4,6 @@ for, and levels per component (here the node executor at debug, the rest at warn
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 
 import pytest
 import yaml
@@ -12,7 +11,7 @@ from flytekit.models.core.execution import WorkflowExecutionPhase
 
 from flytelite.config import Config
 from flytelite.testing import make_server
-from tests.e2e.flyte_cli import copy_workflows, remote_for, run_remote
+from tests.e2e.flyte_cli import copy_workflows, finished, run_remote
 
 pytestmark = pytest.mark.e2e
 
@@ -24,9 +23,7 @@ def test_json_log_lines_name_the_execution_node_and_attempt_at_the_configured_le
     server.start()
     try:
         name = run_remote(server, copy_workflows(tmp_path / "wf", "hello.py"), "hello.py", "hello_wf")
-        remote = remote_for(server)
-        execution = remote.wait(remote.fetch_execution(name=name), timeout=timedelta(seconds=180),
-                                poll_interval=timedelta(seconds=0.5))
+        execution = finished(server, name)
         assert execution.closure.phase == WorkflowExecutionPhase.SUCCEEDED, execution.error
     finally:
         server.stop()

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import urllib.parse
 import urllib.request
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ import yaml
 from flytekit.models.core.execution import WorkflowExecutionPhase
 
 from flytelite.testing import free_port, make_server
-from tests.e2e.flyte_cli import copy_workflows, remote_for, run_remote, wait_for
+from tests.e2e.flyte_cli import copy_workflows, finished, remote_for, run_remote, wait_for
 
 PROMETHEUS = shutil.which("prometheus")
 DASHBOARD = Path(__file__).parents[2] / "deploy" / "grafana" / "flytelite.json"
@@ -79,9 +78,7 @@ def prometheus(server, tmp_path_factory):
 def test_prometheus_scrapes_the_servers_metrics_while_a_workflow_runs(server, prometheus, tmp_path):
     code = copy_workflows(tmp_path / "wf", "hello.py")
     name = run_remote(server, code, "hello.py", "hello_wf", "--name", "metrics")
-    remote = remote_for(server)
-    execution = remote.wait(remote.fetch_execution(name=name), timeout=timedelta(seconds=180),
-                            poll_interval=timedelta(seconds=0.5))
+    execution = finished(server, name)
     assert execution.closure.phase == WorkflowExecutionPhase.SUCCEEDED, execution.error
 
     expected = [
@@ -109,7 +106,7 @@ def test_prometheus_scrapes_the_servers_metrics_while_a_workflow_runs(server, pr
         assert prometheus.value(series) is not None, series
     # A refused call counts as an error with its code.
     with pytest.raises(Exception, match="NOT_FOUND|not found|does not exist"):
-        remote.fetch_execution(name="no-such-execution")
+        remote_for(server).fetch_execution(name="no-such-execution")
     wait_for(lambda: (prometheus.value("flyte:admin:admin:get_execution:codes:NOT_FOUND") or 0) >= 1,
              "the NOT_FOUND of GetExecution to be counted", 120)
     assert prometheus.value("flyte:admin:admin:get_execution:errors") >= 1
@@ -146,9 +143,7 @@ def test_an_engine_only_replica_serves_its_metrics_on_a_port_of_its_own(tmp_path
         engine.start()
         try:
             name = run_remote(api, copy_workflows(tmp_path / "wf", "hello.py"), "hello.py", "hello_wf")
-            remote = remote_for(api)
-            done = remote.wait(remote.fetch_execution(name=name), timeout=timedelta(seconds=180),
-                               poll_interval=timedelta(seconds=0.5))
+            done = finished(api, name)
             assert done.closure.phase == WorkflowExecutionPhase.SUCCEEDED, done.error
             # Each process counts what it did: the engine its rounds, the API its calls.
             on_engine = scrape(f"http://127.0.0.1:{port}/metrics")

@@ -6,7 +6,6 @@ task process itself runs with that trace's context in TRACEPARENT."""
 from __future__ import annotations
 
 import threading
-from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import grpc
@@ -20,7 +19,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from flytelite.config import Config
 from flytelite.testing import free_port, make_server
-from tests.e2e.flyte_cli import copy_workflows, pyflyte, remote_for, wait_for
+from tests.e2e.flyte_cli import copy_workflows, finished, pyflyte, wait_for
 
 pytestmark = pytest.mark.e2e
 CLIENT_TRACE, CLIENT_SPAN = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
@@ -73,9 +72,7 @@ def test_an_execution_is_one_trace_from_the_clients_create_call_to_its_task_proc
         with grpc.insecure_channel(server.endpoint) as channel:
             admin_pb2_grpc.AdminServiceStub(channel).CreateExecution(
                 request, timeout=60, metadata=[("traceparent", f"00-{CLIENT_TRACE}-{CLIENT_SPAN}-01")])
-        remote = remote_for(server)
-        execution = remote.wait(remote.fetch_execution(name="traced1"), timeout=timedelta(seconds=180),
-                                poll_interval=timedelta(seconds=0.5))
+        execution = finished(server, "traced1")
         assert execution.closure.phase == WorkflowExecutionPhase.SUCCEEDED, execution.error
         task_traceparent = execution.outputs["o0"]
     finally:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -21,23 +20,19 @@ from sqlalchemy import text
 
 from flytelite.store.db import Database, newest_revision
 from flytelite.testing import PG_ENV, database_url_for, free_port, make_server, without_flyte_settings
-from tests.e2e.flyte_cli import copy_workflows, remote_for, run_remote, wait_for
+from tests.e2e.flyte_cli import copy_workflows, finished, run_remote, wait_for
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).parents[2]
 # The last commit before migration 0006 (matchable attributes): its homes are at schema revision 0005.
 BEFORE_0006 = "81afd5d^"
+# Seconds an execution may take to end (servers start and stop around them on a loaded machine).
+WAIT = 240
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "flytelite.cli", *args], capture_output=True, text=True,
                           timeout=300, env=without_flyte_settings(dict(os.environ)))
-
-
-def finished(server, name: str):
-    remote = remote_for(server)
-    return remote.wait(remote.fetch_execution(name=name), timeout=timedelta(seconds=240),
-                       poll_interval=timedelta(seconds=0.5))
 
 
 @pytest.fixture(scope="module")
@@ -88,13 +83,13 @@ def test_an_older_releases_home_upgrades_and_its_running_execution_finishes(tmp_
     new.start()
     try:
         release.write_text("go")
-        execution = finished(new, name)
+        execution = finished(new, name, WAIT)
         assert execution.closure.phase == WorkflowExecutionPhase.SUCCEEDED, execution.error
         assert execution.outputs["o0"] == 20
         # The task that had succeeded under the old release did not run again.
         assert len(list(marks.glob("first-*"))) == 1
         again = finished(new, run_remote(new, code, "restart.py", "restart_wf", "--marker_dir", str(marks),
-                                         "--seconds", "0"))
+                                         "--seconds", "0"), WAIT)
         assert again.closure.phase == WorkflowExecutionPhase.SUCCEEDED, again.error
     finally:
         new.stop()
@@ -120,7 +115,7 @@ def test_a_backup_of_a_running_servers_home_restores_into_a_home_that_runs(tmp_p
     try:
         code = copy_workflows(tmp_path / "wf", "hello.py")
         name = run_remote(server, code, "hello.py", "hello_wf", "--name", "backup")
-        assert finished(server, name).closure.phase == WorkflowExecutionPhase.SUCCEEDED
+        assert finished(server, name, WAIT).closure.phase == WorkflowExecutionPhase.SUCCEEDED
         archive = tmp_path / "backup.tar.gz"
         backed_up = cli("backup", str(archive), "--home", str(home))  # the server runs on
         assert backed_up.returncode == 0, backed_up.stderr
@@ -135,10 +130,10 @@ def test_a_backup_of_a_running_servers_home_restores_into_a_home_that_runs(tmp_p
     server = make_server(tmp_path / "second", home=restored_home)
     server.start()
     try:
-        execution = finished(server, name)
+        execution = finished(server, name, WAIT)
         assert execution.closure.phase == WorkflowExecutionPhase.SUCCEEDED
         assert execution.outputs["o0"] == "hello backup"
-        fresh = finished(server, run_remote(server, code, "hello.py", "hello_wf", "--name", "restored"))
+        fresh = finished(server, run_remote(server, code, "hello.py", "hello_wf", "--name", "restored"), WAIT)
         assert fresh.outputs["o0"] == "hello restored"
     finally:
         server.stop()
