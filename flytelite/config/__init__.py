@@ -8,8 +8,10 @@ import re
 import shlex
 import socket
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import yaml
@@ -432,6 +434,28 @@ class NotificationsConfig:
         return self.smtp_password or (os.environ.get(self.smtp_password_env, "") if self.smtp_password_env else "")
 
 
+_ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand_environment(value: Any, environ: Mapping[str, str], where: str) -> Any:
+    """The configuration with every `${NAME}` in its strings replaced by that environment variable (how a
+    Kubernetes Secret's database URL or keys reach the file of a ConfigMap); an unset one is an error."""
+    if isinstance(value, dict):
+        return {k: expand_environment(v, environ, where) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand_environment(v, environ, where) for v in value]
+    if not isinstance(value, str):
+        return value
+
+    def lookup(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in environ:
+            raise ValueError(f"{where} refers to ${{{name}}}, which is not set in the environment")
+        return environ[name]
+
+    return _ENV_REFERENCE.sub(lookup, value)
+
+
 @dataclass
 class Config:
     home: Path = field(default_factory=lambda: Path(os.path.expanduser("~/.flytelite")))
@@ -571,7 +595,7 @@ class Config:
         """Defaults, then the YAML file (if given), then explicit overrides (flags)."""
         data: dict = {}
         if path is not None:
-            data = yaml.safe_load(Path(path).read_text()) or {}
+            data = expand_environment(yaml.safe_load(Path(path).read_text()) or {}, os.environ, str(path))
         cfg = cls()
         for key, value in data.items():
             if key in SECTIONS:

@@ -9,6 +9,7 @@ import socket
 import ssl
 import threading
 import uuid
+from collections.abc import Callable
 from concurrent import futures
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -133,7 +134,7 @@ class FlyteliteServer:
         self.registry = ReplicaRegistry(ctx, self.replica_id, cfg.role)
         self._register_gauges(ctx)
         if cfg.metrics_port:
-            self._metrics_http = serve_metrics(ctx.metrics, cfg.host, cfg.metrics_port)
+            self._metrics_http = serve_metrics(ctx.metrics, cfg.host, cfg.metrics_port, lambda: ctx.ready)
         if cfg.runs_engine:
             self.engine = Engine(ctx, EventSink(ctx), plugins=self.plugins, clients=admin_clients(ctx),
                                  replica_id=self.replica_id, peers=self.registry.live_engines)
@@ -275,22 +276,28 @@ class FlyteliteServer:
         print("\n".join(lines), flush=True)
 
 
-def serve_metrics(metrics: Metrics, host: str, port: int) -> ThreadingHTTPServer:
-    """GET /metrics on a port of its own, in a thread (flytelite/metrics.py)."""
+def serve_metrics(metrics: Metrics, host: str, port: int, ready: Callable[[], bool]) -> ThreadingHTTPServer:
+    """GET /metrics, and GET /healthz for probes, on a port of its own in a thread (flytelite/metrics.py): an
+    engine-only replica has no public port."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            if self.path.split("?")[0] != "/metrics":
-                self.send_error(404, "only /metrics is served on this port")
-                return
-            body = metrics.exposition()
-            self.send_response(200)
-            self.send_header("Content-Type", METRICS_CONTENT_TYPE)
+            path = self.path.split("?")[0]
+            if path == "/metrics":
+                self._answer(200, metrics.exposition(), METRICS_CONTENT_TYPE)
+            elif path == "/healthz":
+                self._answer(*((200, b"ok") if ready() else (503, b"starting")), "text/plain; charset=utf-8")
+            else:
+                self.send_error(404, "only /metrics and /healthz are served on this port")
+
+        def _answer(self, status: int, body: bytes, content_type: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *_args) -> None:  # scrapes are not worth a log line each
+        def log_message(self, *_args) -> None:  # scrapes and probes are not worth a log line each
             pass
 
     server = ThreadingHTTPServer((host, port), Handler)

@@ -8,6 +8,7 @@ it is InvalidArgument, on both.
 
 from __future__ import annotations
 
+import fcntl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +26,9 @@ from flytelite.store.writer_lock import WriterLock
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # How long a SQLite write waits for another connection's transaction before failing with "database is locked".
 _SQLITE_BUSY_SECONDS = 30
+# The PostgreSQL advisory lock that serialises schema migrations ("flyt" in ASCII).
+_MIGRATION_LOCK_KEY = 0x666C7974
+_MIGRATING = threading.Lock()
 
 
 class Database:
@@ -107,10 +111,30 @@ class Database:
         A schema newer than that is refused (SchemaMismatch): an older release cannot know what it holds."""
         from alembic import command
 
-        before = self.schema_revision()
-        self._known(before)
-        command.upgrade(_alembic_config(self.engine), "head")
+        with self._migration_lock():
+            before = self.schema_revision()
+            self._known(before)
+            command.upgrade(_alembic_config(self.engine), "head")
         return before, newest_revision()
+
+    @contextmanager
+    def _migration_lock(self) -> Iterator[None]:
+        """One migration at a time: replicas starting together would each upgrade. The ones that wait then find
+        the schema current. PostgreSQL: an advisory lock; SQLite: a lock file beside the database's file."""
+        with _MIGRATING:  # Alembic's context is global to the process
+            if not self.is_sqlite:
+                with self.engine.connect() as conn:
+                    conn.exec_driver_sql(f"SELECT pg_advisory_lock({_MIGRATION_LOCK_KEY})")
+                    try:
+                        yield
+                    finally:
+                        conn.exec_driver_sql(f"SELECT pg_advisory_unlock({_MIGRATION_LOCK_KEY})")
+            elif self.engine.url.database and self.engine.url.database != ":memory:":
+                with open(f"{self.engine.url.database}.migrate-lock", "a") as f:
+                    fcntl.flock(f, fcntl.LOCK_EX)
+                    yield
+            else:
+                yield
 
     def require_current(self) -> None:
         """Refuse a schema older or newer than this flytelite's (when it does not migrate on start)."""

@@ -132,7 +132,7 @@ def scrape(url: str) -> dict[str, float]:
             if name and not name.startswith("#") and "{" not in name}
 
 
-def test_an_engine_only_replica_serves_its_metrics_on_a_port_of_its_own(tmp_path):
+def test_an_engine_only_replica_serves_its_metrics_and_health_on_a_port_of_its_own(tmp_path):
     home, port = tmp_path / "home", free_port()
     api = make_server(tmp_path / "api", "", home=home)
     api.role = "api"
@@ -157,6 +157,9 @@ def test_an_engine_only_replica_serves_its_metrics_on_a_port_of_its_own(tmp_path
             assert on_api["flyte:admin:admin:get_execution:codes:NOT_FOUND"] == 1
             assert on_api["flyte:admin:admin:create_execution:success"] == 1
             assert "flyte:propeller:all:round:success_count" not in on_api
+            # Its probes' endpoint, which a Deployment of engine replicas checks.
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=60) as resp:
+                assert resp.read() == b"ok"
             with pytest.raises(urllib.error.HTTPError, match="404"):
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/other", timeout=60)
         finally:

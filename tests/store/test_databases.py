@@ -5,8 +5,12 @@ Each test states a behaviour a user sees through the API; the database underneat
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -21,9 +25,10 @@ from flytelite import errors
 from flytelite.context import ExecutionKey
 from flytelite.propeller.workflow_executor import _READ_ROUND, _key_params
 from flytelite.store import executions as repo
-from flytelite.store.db import MIGRATIONS_DIR
+from flytelite.store.db import MIGRATIONS_DIR, Database, newest_revision
 from flytelite.store.models import Execution, FlyteWorkflow
 from flytelite.store.statements import DriverQuery
+from flytelite.testing_pg import PG_ENV, create_database
 from tests.admin.execution_harness import T0, WF, D, Harness, P
 
 
@@ -49,6 +54,26 @@ def test_the_selected_database_is_the_one_in_use_and_at_the_newest_migration(h, 
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     with h.ctx.db.engine.connect() as conn:
         assert MigrationContext.configure(conn).get_current_revision() == ScriptDirectory.from_config(cfg).get_current_head()
+
+
+def test_replicas_starting_together_migrate_an_empty_database_once(request, tmp_path):
+    """Replicas of a Deployment start at the same moment and each migrates on start: one upgrades, the others
+    wait and find the schema current (none fails on a table another is creating)."""
+    if request.config.getoption("--db") == "postgresql":
+        url = create_database(os.environ[PG_ENV], f"migrate_{uuid.uuid4().hex[:8]}")
+    else:
+        url = f"sqlite:///{tmp_path / 'flytelite.db'}"
+    config = tmp_path / "flytelite.yaml"
+    config.write_text(f"database_url: {url}\n")
+    replicas = [subprocess.Popen([sys.executable, "-m", "flytelite.cli", "db", "upgrade", "--config", str(config)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(4)]
+    outputs = [p.communicate(timeout=180)[0] for p in replicas]
+    assert [p.returncode for p in replicas] == [0] * 4, outputs
+    db = Database(url)
+    try:
+        assert db.schema_revision() == newest_revision()
+    finally:
+        db.dispose()
 
 
 def test_times_are_utc_whatever_zone_a_filter_is_written_in(h):
