@@ -3,7 +3,8 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 PYTHON ?= python3
 
-.PHONY: start test test-ops test-postgres test-k8s test-oldest test-compute lint bench k8s-build dist clean
+.PHONY: start test test-ops test-postgres test-k8s test-oldest test-compute test-deploy lint bench k8s-build dist image \
+	clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,7 +25,8 @@ PYTEST_WORKERS ?= 2
 PYTEST = $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --durations=20
 
 test: $(VENV)/.dev-installed
-	$(PYTEST) --ignore=tests/k8s --ignore=tests/compute --ignore=tests/ops $(PYTEST_ARGS)
+	$(PYTEST) --ignore=tests/k8s --ignore=tests/compute --ignore=tests/ops --ignore=tests/deploy \
+		$(PYTEST_ARGS)
 
 # Running flytelite as a team does (tests/ops): Prometheus scraping it, traces, JSON logs, upgrading a home
 # made by an earlier release, backups. Prometheus is Debian's package (.ci/run installs it).
@@ -93,6 +95,18 @@ k8s-build:
 # A wheel of flytelite in dist/, for machines whose package index does not have it.
 dist: $(VENV)/.installed
 	$(PIP) wheel -q --no-deps -w dist .
+
+# flytelite's OCI images in dist/images (docs/image.md): the server and the default task image, from Debian's
+# packages (mmdebstrap) and this checkout's wheels, no Docker. The slow parts are cached in
+# $${FLYTELITE_IMAGE_CACHE:-~/.cache/flytelite-image}; IMAGE_ARGS=--no-cache builds them again.
+image: $(VENV)/.installed
+	BUILD_PYTHON=$(abspath $(PY)) scripts/image/build.sh $(IMAGE_ARGS)
+
+# Deploying (tests/deploy): the images (a build from a fresh root filesystem gives the same digests, skopeo reads
+# them, the server and the task helpers run from them), then the manifests of deploy/kubernetes applied on the
+# project's test cluster (`make k8s-build`). Needs root, mmdebstrap and skopeo.
+test-deploy: $(VENV)/.dev-installed image
+	$(PY) -m pytest -q -p no:cacheprovider tests/deploy $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) $(OLDEST_VENV) $(COMPUTE_VENV) build dist *.egg-info .mypy_cache

@@ -18,7 +18,7 @@ ctr -a "$CONTAINERD_SOCK" version >/dev/null 2>&1 || {
 T0=$(date +%s.%N)
 OUT=$STATE/images
 mkdir -p "$OUT"
-MKIMAGE=(python3 "$HERE/mkimage.py")
+MKIMAGE=(python3 "$HERE/../image/mkimage.py")
 
 "${MKIMAGE[@]}" "$PAUSE_IMAGE" "$OUT/pause.tar" --file "pause:$K8S_BIN/pause:0755" --entrypoint '["/pause"]' >/dev/null
 
