@@ -190,6 +190,8 @@ class S3TestServer:
     access_key_id: str = "minio"
     secret_access_key: str = "miniostorage"
     proc: subprocess.Popen | None = None
+    # The address it listens on: 0.0.0.0 for pods of a test cluster, which reach it through their bridge.
+    listen: str = "127.0.0.1"
 
     @property
     def endpoint(self) -> str:
@@ -197,7 +199,7 @@ class S3TestServer:
 
     def start(self, timeout: float = 60) -> None:
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", self.listen, "-p", str(self.port)],
                                      stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while True:

@@ -13,6 +13,7 @@ runs the host's Python through hostPath mounts of /usr and the environment's fol
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import shutil
 import subprocess
@@ -138,6 +139,21 @@ class KubernetesCluster:
         from kubernetes import config
 
         return config.new_client_from_config(config_file=str(self.kubeconfig))
+
+    @property
+    def pod_gateway(self) -> str:
+        """The host's address on the pod network (its bridge): how pods reach a service of this machine that
+        listens on every address (the bridge exists once a pod has started)."""
+        subnet = ipaddress.ip_network(os.environ.get("FLYTELITE_K8S_POD_SUBNET", "10.244.0.0/24"))
+        return str(next(subnet.hosts()))
+
+    def import_image(self, archive: Path) -> None:
+        """Load an OCI archive (`make image`) into the cluster's containerd, where pods find it by name."""
+        out = subprocess.run(["bash", str(SCRIPTS / "import-image.sh"), str(archive)], env=self._env(),
+                             capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+        if out.returncode != 0:
+            raise RuntimeError(f"scripts/k8s/import-image.sh {archive} failed ({out.returncode}): "
+                               f"{out.stderr or out.stdout}")
 
     def log_text(self, component: str) -> str:
         """The log of one component: containerd, etcd, apiserver, kubelet, controller-manager, scheduler."""

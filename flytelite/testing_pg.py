@@ -41,8 +41,11 @@ def find_pg_bin() -> Path:
 class PostgresCluster:
     """A PostgreSQL cluster of its own in a temporary folder, reached through a unix socket in that folder."""
 
-    def __init__(self, bin_dir: Path | None = None):
+    def __init__(self, bin_dir: Path | None = None, listen: str = "127.0.0.1", trusted_networks: tuple[str, ...] = ()):
+        """`listen`: the addresses it listens on (PostgreSQL's listen_addresses); `trusted_networks`: CIDRs
+        whose clients connect without a password besides loopback's (pods of a test cluster, say)."""
         self.bin_dir = bin_dir or find_pg_bin()
+        self.listen, self.trusted_networks = listen, trusted_networks
         self.folder = Path(tempfile.mkdtemp(prefix="flytelite-pg-"))
         self.data_dir = self.folder / "data"
         self.socket_dir = self.folder
@@ -62,9 +65,11 @@ class PostgresCluster:
             shutil.chown(self.folder, "postgres", "postgres")
         self._run("initdb", "-D", str(self.data_dir), "-U", "postgres", "--auth=trust", "-E", "UTF8",
                   "--locale=C.UTF-8", "--no-sync")
+        with open(self.data_dir / "pg_hba.conf", "a") as hba:
+            hba.writelines(f"host all all {network} trust\n" for network in self.trusted_networks)
         self.port = _free_port()
         options = " ".join([
-            f"-p {self.port}", "-c listen_addresses=127.0.0.1", f"-c unix_socket_directories={self.socket_dir}",
+            f"-p {self.port}", f"-c listen_addresses='{self.listen}'", f"-c unix_socket_directories={self.socket_dir}",
             # Every test server keeps a small pool; a session holds dozens of them.
             "-c max_connections=400", "-c shared_buffers=64MB",
             "-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off",

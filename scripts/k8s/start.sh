@@ -210,7 +210,7 @@ wait_for "etcd healthy" etcd sh -c "curl -sf http://127.0.0.1:$ETCD_PORT/health 
 
 # ---- kube-apiserver: token authentication, Node + RBAC authorization; writes its self-signed certificate
 launch apiserver "$K8S_BIN/kube-apiserver" --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-    --bind-address=127.0.0.1 --secure-port="$APISERVER_PORT" --advertise-address=127.0.0.1 --insecure-port=0 \
+    --bind-address=0.0.0.0 --secure-port="$APISERVER_PORT" --advertise-address=127.0.0.1 --insecure-port=0 \
     --cert-dir="$STATE/certs" --token-auth-file="$STATE/tokens.csv" \
     --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
     --service-account-issuer=https://kubernetes.default.svc --service-account-key-file="$STATE/sa.pub" \
