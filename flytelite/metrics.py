@@ -58,6 +58,11 @@ class Metrics:
             self._counters[key] = self._counters.get(key, 0.0) + value
             self._help.setdefault(name, doc)
 
+    def counter(self, name: str, /, **labels: str) -> float:
+        """A counter's value (0 before its first increment)."""
+        with self._lock:
+            return self._counters.get((name, tuple(sorted(labels.items()))), 0.0)
+
     def observe(self, name: str, doc: str, value: float) -> None:
         with self._lock:
             summary = self._summaries.get(name)

@@ -160,6 +160,8 @@ class Engine:
                 self.ctx.metrics.observe(f"{PROPELLER}round:round_total_ms", "Latency per round",
                                          (time.perf_counter() - start) * 1000.0)
                 self.ctx.metrics.inc(f"{PROPELLER}round:success_count", "Round succeeded")
+                self.ctx.metrics.inc(f"{PROPELLER}round:streak_length",
+                                     "Consecutive rounds of one execution in one pass (fast follow)", result.streak)
                 self.rounds += 1
                 self.queue.forget(key)
                 if not result.done and result.requeue_after is not None:

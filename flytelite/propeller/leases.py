@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, func, or_, select, tuple_, update
 
 from flytelite.context import Context, ExecutionKey
+from flytelite.metrics import OWN
 from flytelite.store.models import FlyteWorkflow
 
 
@@ -93,6 +94,9 @@ class Leases:
                 if not picked:
                     return []
                 claimable = and_(claimable, _one_of([ExecutionKey(*p) for p in picked]))
+            # Leases another replica let lapse without releasing them (it died or stalled): taken over below.
+            lapsed = s.scalar(select(func.count()).select_from(row).where(
+                claimable, row.lease_owner.is_not(None), row.lease_owner != self.owner))
             until = now + timedelta(seconds=self.seconds)
             claimed = [ExecutionKey(*r) for r in s.execute(
                 update(row).where(claimable)
@@ -102,6 +106,9 @@ class Leases:
             )]
         with self._lock:
             self._held_until.update((key, until) for key in claimed)
+        if lapsed:
+            self.ctx.metrics.inc(f"{OWN}leases:takeovers", "Executions taken over from a replica whose lease lapsed",
+                                 min(lapsed, len(claimed)))
         return claimed
 
     def release(self) -> None:

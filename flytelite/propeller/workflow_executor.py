@@ -75,6 +75,8 @@ class RoundResult:
     done: bool = False
     # Seconds until the execution needs another look (None: only when something wakes it).
     requeue_after: float | None = None
+    # Consecutive rounds this pass evaluated (FlytePropeller's streak, up to MAX_STREAK).
+    streak: int = 0
 
 
 class WorkflowExecutor:
@@ -132,7 +134,7 @@ class WorkflowExecutor:
         rnd = None
         # Admin applies a round's events in one transaction, which also persists the status that follows from them.
         events = self.events.buffered()
-        for _ in range(MAX_STREAK):
+        for streak in range(1, MAX_STREAK + 1):  # noqa: B007 - the streak is the result's
             rnd = ExecutionRound(ctx=self.ctx, key=key, spec=spec, workflow=workflow, status=status,
                                  events=events, wake=lambda delay, k=key: self.wake(k, delay),  # type: ignore[misc]  # a lambda with a default
                                  clients=self.clients, may_launch=partial(self._may_launch, key))
@@ -158,14 +160,14 @@ class WorkflowExecutor:
             if done:
                 self._workflows.pop(key, None)
                 self._wake_parent(key, spec)
-                return RoundResult(done=True)
+                return RoundResult(done=True, streak=streak)
             if not rnd.requeue_now:
                 break
         else:
             self._statuses[key] = (persisted, status)
-            return RoundResult(requeue_after=0)
+            return RoundResult(requeue_after=0, streak=streak)
         self._statuses[key] = (persisted, status)
-        return RoundResult(requeue_after=rnd.requeue_after)
+        return RoundResult(requeue_after=rnd.requeue_after, streak=streak)
 
     def record_failed_round(self, key: ExecutionKey, error: BaseException) -> bool:
         """Count a round that raised; after too many, fail the execution. True if it was failed."""

@@ -89,6 +89,7 @@ def test_prometheus_scrapes_the_servers_metrics_while_a_workflow_runs(server, pr
         "flyte:admin:admin:execution_manager:acceptance_delay_count",
         "flyte:propeller:all:round:success_count",
         "flyte:propeller:all:round:round_total_ms_count",
+        "flyte:propeller:all:round:streak_length",
         "flytelite:events:apply_ms_count",
         "flytelite:events:recorded",
         "flytelite:database:statement_ms_count",

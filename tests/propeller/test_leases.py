@@ -40,6 +40,8 @@ def test_one_replica_holds_an_execution_until_its_lease_expires(ctx):
     ctx.clock.advance(6)  # a stopped renewing 16 s ago
     assert b.claim([first]) == [first]
     assert a.claim() == [second]
+    # One takeover (first, from a), counted once; renewals and a's own lapsed lease (second) are none.
+    assert ctx.metrics.counter("flytelite:leases:takeovers") == 1
 
 
 def test_a_replica_knows_how_long_it_holds_each_lease(ctx):
@@ -67,6 +69,7 @@ def test_a_clean_stop_releases_every_lease_at_once(ctx):
     assert a.claim() == [key]
     a.release()
     assert b.claim() == [key]
+    assert ctx.metrics.counter("flytelite:leases:takeovers") == 0  # released, not lapsed
 
 
 def test_finished_executions_are_never_claimed(ctx):
