@@ -1,10 +1,11 @@
 """OpenTelemetry traces, off unless the configuration's `tracing` section turns them on.
 
 Spans: each gRPC call (its parent the caller's W3C `traceparent` metadata, when it sends one), each HTTP
-request, each engine round of an execution and each task process a plugin starts. An execution keeps the
+request, each engine round of an execution, each task process a plugin starts, and within those the
+database's statements and the blob store's reads and writes. An execution keeps the
 trace context of the request that created it (ExecutionSpec.traceparent), so its rounds and task launches are
 spans of the caller's trace; a task process gets it as TRACEPARENT in its environment, for its own
-instrumentation to continue. Spans go over OTLP/HTTP (protobuf) to `tracing.endpoint`, sampled as Flyte's
+instrumentation to continue. Spans go over OTLP/HTTP (protobuf) or OTLP/gRPC to `tracing.endpoint`, sampled as Flyte's
 otelutils samples them: parent-based, at `sampler_ratio` for traces started here.
 
 Off, every call here is a no-op costing a branch: the engine and the API look no different.
@@ -28,7 +29,6 @@ class Tracing:
         if not self.enabled:
             return
         assert config is not None
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -37,8 +37,7 @@ class Tracing:
 
         self._provider = TracerProvider(resource=Resource.create({"service.name": config.service_name}),
                                         sampler=ParentBased(TraceIdRatioBased(config.sampler_ratio)))
-        self._provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=config.endpoint),
-                                                             schedule_delay_millis=500))
+        self._provider.add_span_processor(BatchSpanProcessor(_exporter(config), schedule_delay_millis=500))
         self._tracer = self._provider.get_tracer("flytelite")
         self._propagator = TraceContextTextMapPropagator()
 
@@ -61,6 +60,18 @@ class Tracing:
                                                 attributes=attributes or {}) as span:
             yield span
 
+    def start_child(self, name: str, attributes: dict[str, Any]) -> Any:
+        """A client span, child of the current one, that the caller ends (`end()`); None when tracing is off or
+        no span is current: a statement or blob call outside a request or round starts no trace of its own."""
+        if not self.enabled:
+            return None
+        from opentelemetry import trace
+        from opentelemetry.trace import SpanKind
+
+        if not trace.get_current_span().get_span_context().is_valid:
+            return None
+        return self._tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
+
     def traceparent(self) -> str:
         """The current span's W3C traceparent ("" when tracing is off or no span is current)."""
         if not self.enabled:
@@ -73,3 +84,13 @@ class Tracing:
         """Send what is buffered and stop."""
         if self._provider is not None:
             self._provider.shutdown()
+
+
+def _exporter(config: TracingConfig) -> Any:
+    if config.protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+
+        return GrpcExporter(endpoint=config.collector, insecure=config.collector.startswith("http://"))
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+
+    return HttpExporter(endpoint=config.collector)

@@ -68,6 +68,9 @@ def build_context(config: Config) -> Context:
     ctx = Context(config=config, db=db, blobs=BlobStore(config.blob_root, config.s3), tracing=Tracing(config.tracing))
     db.time_queries(lambda ms: ctx.metrics.observe(f"{OWN}database:statement_ms", "Time of each SQL statement", ms))
     ctx.blobs.observe = lambda op, ms: ctx.metrics.observe(f"{OWN}blobs:{op}_ms", f"Time of each blob store {op}", ms)
+    if ctx.tracing.enabled:
+        db.trace_statements(ctx.tracing.start_child)
+        ctx.blobs.trace = ctx.tracing.start_child
     ctx.auth = build_auth(config.auth, config.home, lambda: ctx.public_url)
     ensure_default_project(ctx)
     return ctx

@@ -21,8 +21,9 @@ import os
 import posixpath
 import time
 import uuid
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import fsspec
 from google.protobuf.message import Message
@@ -56,6 +57,8 @@ class BlobStore:
     def __init__(self, root: str, s3_config: S3Config | None = None):
         # Called with ("read" or "write", milliseconds) after each read and write (metrics); None: not timed.
         self.observe: Callable[[str, float], None] | None = None
+        # (name, attributes) -> a span to end, or None: tracing's child spans of reads and writes.
+        self.trace: Callable[[str, dict], Any] | None = None
         folder = local_path(root) if "://" in root else os.path.expanduser(root)
         self.is_local = folder is not None
         if folder is not None:
@@ -130,23 +133,29 @@ class BlobStore:
         return self.fs.exists(path)
 
     def read_bytes(self, path: str) -> bytes:
-        if self.observe is None:
+        if self.observe is None and self.trace is None:
             return self._read_bytes(path)
-        start = time.perf_counter()
-        try:
+        with self._observed("read", path):
             return self._read_bytes(path)
-        finally:
-            self.observe("read", (time.perf_counter() - start) * 1000.0)
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        if self.observe is None:
+        if self.observe is None and self.trace is None:
             self._write_bytes(path, data)
             return
+        with self._observed("write", path):
+            self._write_bytes(path, data)
+
+    @contextmanager
+    def _observed(self, op: str, path: str) -> Iterator[None]:
+        span = self.trace(f"blob {op}", {"blob.path": path}) if self.trace is not None else None
         start = time.perf_counter()
         try:
-            self._write_bytes(path, data)
+            yield
         finally:
-            self.observe("write", (time.perf_counter() - start) * 1000.0)
+            if self.observe is not None:
+                self.observe(op, (time.perf_counter() - start) * 1000.0)
+            if span is not None:
+                span.end()
 
     def _read_bytes(self, path: str) -> bytes:
         file = self.local_file(path)

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Connection, create_engine, event
 from sqlalchemy.exc import DataError
@@ -70,6 +71,29 @@ class Database:
 
         event.listen(self.engine, "before_cursor_execute", before)
         event.listen(self.engine, "after_cursor_execute", after)
+
+    def trace_statements(self, start: Callable[[str, dict], Any]) -> None:
+        """A span around every statement: `start(name, attributes)` returns one to end, or None (tracing)."""
+        system = self.engine.dialect.name
+
+        def before(_conn, _cursor, statement, _parameters, context, _executemany) -> None:
+            verb = statement.lstrip().split(None, 1)[0].upper() if statement.strip() else "SQL"
+            context._flytelite_span = start(f"db {verb}", {"db.system": system, "db.statement": statement[:500]})
+
+        def after(_conn, _cursor, _statement, _parameters, context, _executemany) -> None:
+            span = getattr(context, "_flytelite_span", None)
+            if span is not None:
+                span.end()
+
+        def failed(exception_context) -> None:
+            span = getattr(exception_context.execution_context, "_flytelite_span", None)
+            if span is not None:
+                span.record_exception(exception_context.original_exception)
+                span.end()
+
+        event.listen(self.engine, "before_cursor_execute", before)
+        event.listen(self.engine, "after_cursor_execute", after)
+        event.listen(self.engine, "handle_error", failed)
 
     @contextmanager
     def session(self) -> Iterator[Session]:

@@ -1,11 +1,13 @@
-"""OpenTelemetry traces: a real OTLP/HTTP receiver (this test's, decoding opentelemetry-proto's
+"""OpenTelemetry traces: a real OTLP receiver over HTTP or gRPC (this test's, decoding opentelemetry-proto's
 ExportTraceServiceRequest) gets one trace per execution, from the CreateExecution call (a child of the
-client's span, whose W3C traceparent it sent) through the engine's rounds to the task process's launch; the
-task process itself runs with that trace's context in TRACEPARENT."""
+client's span, whose W3C traceparent it sent) through the engine's rounds to the task process's launch, with
+the database's statements and the blob store's writes inside; the task process itself runs with that trace's
+context in TRACEPARENT."""
 
 from __future__ import annotations
 
 import threading
+from concurrent import futures
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import grpc
@@ -15,7 +17,7 @@ from flyteidl.admin import execution_pb2
 from flyteidl.core import identifier_pb2
 from flyteidl.service import admin_pb2_grpc
 from flytekit.models.core.execution import WorkflowExecutionPhase
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
 from flytelite.config import Config
 from flytelite.testing import free_port, make_server
@@ -55,10 +57,44 @@ class Receiver:
     def named(self, name: str) -> list:
         return [s for s in self.spans if s.name == name]
 
+    def stop(self) -> None:
+        self.server.shutdown()
 
-def test_an_execution_is_one_trace_from_the_clients_create_call_to_its_task_process(tmp_path):
-    receiver = Receiver()
-    server = make_server(tmp_path, yaml.safe_dump({"tracing": {"enabled": True, "endpoint": receiver.url}}))
+
+class GrpcReceiver(Receiver, trace_service_pb2_grpc.TraceServiceServicer):
+    """An OTLP/gRPC traces endpoint keeping every span it is sent."""
+
+    def __init__(self) -> None:
+        self.spans = []
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(self, self.server)
+        port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+        self.url = f"http://127.0.0.1:{port}"
+
+    def Export(self, request, context):  # noqa: N802 - the service's method name
+        self.spans += [span for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
+        return trace_service_pb2.ExportTraceServiceResponse()
+
+    def stop(self) -> None:
+        self.server.stop(None)
+
+
+def descendants(spans: list, root) -> list:
+    """The spans below `root` in its trace."""
+    below, frontier = [], {root.span_id}
+    while frontier:
+        children = [s for s in spans if s.trace_id == root.trace_id and s.parent_span_id in frontier]
+        below += children
+        frontier = {s.span_id for s in children}
+    return below
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_an_execution_is_one_trace_from_the_clients_create_call_to_its_task_process(tmp_path, protocol):
+    receiver = Receiver() if protocol == "http" else GrpcReceiver()
+    server = make_server(tmp_path, yaml.safe_dump({"tracing": {"enabled": True, "protocol": protocol,
+                                                               "endpoint": receiver.url}}))
     server.start()
     try:
         code = copy_workflows(tmp_path / "wf", "traced.py")
@@ -90,6 +126,12 @@ def test_an_execution_is_one_trace_from_the_clients_create_call_to_its_task_proc
     assert task_traceparent == f"00-{CLIENT_TRACE}-{launch.span_id.hex()}-01"
     # Other calls are spans of their own traces (no traceparent sent).
     assert any(s.trace_id != trace for s in receiver.named("flyteidl.service.AdminService/GetExecution"))
+    # Inside the call: the execution's row inserted, its inputs written to the blob store.
+    inside = {s.name for s in descendants(receiver.spans, create)}
+    assert {"db INSERT", "blob write"} <= inside, sorted(inside)
+    # Inside the rounds: the statements that read and persist the execution's status.
+    assert any(s.name.startswith("db ") for r in rounds for s in descendants(receiver.spans, r))
+    receiver.stop()
 
 
 def test_tracing_settings_are_checked(tmp_path):
@@ -99,4 +141,7 @@ def test_tracing_settings_are_checked(tmp_path):
         Config.load(path)
     path.write_text(yaml.safe_dump({"tracing": {"endpoint": "collector:4317"}}))
     with pytest.raises(ValueError, match="tracing.endpoint must be an http:// or https:// URL"):
+        Config.load(path)
+    path.write_text(yaml.safe_dump({"tracing": {"protocol": "thrift"}}))
+    with pytest.raises(ValueError, match="tracing.protocol must be http .* or grpc .*, not 'thrift'"):
         Config.load(path)
