@@ -1,12 +1,13 @@
 """OpenTelemetry traces, off unless the configuration's `tracing` section turns them on.
 
 Spans: each gRPC call (its parent the caller's W3C `traceparent` metadata, when it sends one), each HTTP
-request, each engine round of an execution, each task process a plugin starts, and within those the
-database's statements and the blob store's reads and writes. An execution keeps the
-trace context of the request that created it (ExecutionSpec.traceparent), so its rounds and task launches are
-spans of the caller's trace; a task process gets it as TRACEPARENT in its environment, for its own
-instrumentation to continue. Spans go over OTLP/HTTP (protobuf) or OTLP/gRPC to `tracing.endpoint`, sampled as Flyte's
-otelutils samples them: parent-based, at `sampler_ratio` for traces started here.
+request, each engine round of an execution, each task a plugin launches (a process, a Kubernetes object,
+an agent's task), and within those the database's statements and the blob store's reads and writes. An
+execution keeps the trace context of the request that created it (ExecutionSpec.traceparent), so its rounds
+and task launches are spans of the caller's trace; a task process or pod gets it as TRACEPARENT in its
+environment, an agent as the call's traceparent metadata, for their own instrumentation to continue. Spans
+go over OTLP/HTTP (protobuf) or OTLP/gRPC to `tracing.endpoint`, sampled as Flyte's otelutils samples them:
+parent-based, at `sampler_ratio` for traces started here.
 
 Off, every call here is a no-op costing a branch: the engine and the API look no different.
 """

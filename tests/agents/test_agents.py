@@ -11,14 +11,15 @@ import signal
 import subprocess
 import sys
 import urllib.request
+from concurrent import futures
 from datetime import timedelta
 from pathlib import Path
 
 import grpc
 import pytest
-from flyteidl.admin import task_execution_pb2
-from flyteidl.core import execution_pb2, identifier_pb2
-from flyteidl.service import admin_pb2_grpc
+from flyteidl.admin import agent_pb2, task_execution_pb2
+from flyteidl.core import execution_pb2, identifier_pb2, literals_pb2
+from flyteidl.service import admin_pb2_grpc, agent_pb2_grpc
 from flytekit.models.core.execution import WorkflowExecutionPhase
 
 from flytelite.testing import make_server
@@ -272,3 +273,67 @@ def test_configured_agent_endpoint_runs_its_task_types(agent_env, workflows, tmp
         agent.terminate()
         agent.wait(30)
         agent_log.close()
+
+
+class RecordingAgent(agent_pb2_grpc.AsyncAgentServiceServicer, agent_pb2_grpc.AgentMetadataServiceServicer):
+    """An agent service of the test's own: it serves flytelite_wait, doubling x at once, and keeps the metadata
+    of each CreateTask call."""
+
+    def __init__(self) -> None:
+        self.create_metadata: list[dict[str, str]] = []
+        self._x: dict[bytes, int] = {}
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        agent_pb2_grpc.add_AsyncAgentServiceServicer_to_server(self, self.server)
+        agent_pb2_grpc.add_AgentMetadataServiceServicer_to_server(self, self.server)
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+
+    def ListAgents(self, request, context):  # noqa: N802 - the service's method names
+        return agent_pb2.ListAgentsResponse(agents=[agent_pb2.Agent(
+            name="recording", supported_task_categories=[agent_pb2.TaskCategory(name="flytelite_wait")])])
+
+    def CreateTask(self, request, context):  # noqa: N802
+        self.create_metadata.append(dict(context.invocation_metadata()))
+        meta = str(len(self._x)).encode()
+        self._x[meta] = request.inputs.literals["x"].scalar.primitive.integer
+        return agent_pb2.CreateTaskResponse(resource_meta=meta)
+
+    def GetTask(self, request, context):  # noqa: N802
+        doubled = literals_pb2.Literal(scalar=literals_pb2.Scalar(primitive=literals_pb2.Primitive(
+            integer=2 * self._x[request.resource_meta])))
+        return agent_pb2.GetTaskResponse(resource=agent_pb2.Resource(
+            phase=execution_pb2.TaskExecution.SUCCEEDED, outputs=literals_pb2.LiteralMap(literals={"o0": doubled})))
+
+    def DeleteTask(self, request, context):  # noqa: N802
+        return agent_pb2.DeleteTaskResponse()
+
+
+def test_an_agent_call_continues_the_executions_trace(agent_env, workflows, tmp_path):
+    """With tracing on, the task's launch is a span of the execution's trace and the agent's CreateTask call
+    carries it as W3C traceparent metadata, for the agent's own spans to continue."""
+    from tests.ops.otlp import Receiver
+
+    agent, receiver = RecordingAgent(), Receiver()
+    server = make_server(tmp_path / "server", config=(
+        f"tracing: {{enabled: true, endpoint: '{receiver.url}'}}\n"
+        "agent_service:\n  local_agents: false\n  resync_seconds: 0.3\n"
+        f"  agents: {{recording: {{endpoint: '127.0.0.1:{agent.port}'}}}}\n"
+        "  agent_for_task_types: {flytelite_wait: recording}\n"))
+    try:
+        server.start()
+        name = run_remote(server, workflows, "agent_workflows.py", "wait_wf", "--marker", "unused",
+                          "--journal", "unused", "--x", "21")
+        execution = finished(server, name)
+        assert execution.closure.phase == WorkflowExecutionPhase.SUCCEEDED, execution.error
+        assert execution.outputs["o0"] == 42
+    finally:
+        stop_server(server)  # sends the spans still buffered
+        agent.server.stop(None)
+        receiver.stop()
+    (metadata,) = agent.create_metadata
+    launches = receiver.named("launch agent task")
+    assert len(launches) == 1, sorted(s.name for s in receiver.spans)
+    launch = launches[0]
+    assert metadata["traceparent"].startswith(f"00-{launch.trace_id.hex()}-{launch.span_id.hex()}-")
+    rounds = {s.span_id for s in receiver.named("propeller round") if s.trace_id == launch.trace_id}
+    assert launch.parent_span_id in rounds

@@ -256,3 +256,29 @@ def test_pods_read_and_write_an_s3_store(k8s_cluster, s3, code, folder):
         assert any(k.endswith("/outputs.pb") for k in keys), keys
     finally:
         server.stop()
+
+
+def test_a_pod_runs_in_the_trace_of_its_launch(k8s_cluster, folder):
+    """With tracing on, creating an attempt's pod is a span of the execution's round, and the task's container
+    gets that span's context as TRACEPARENT."""
+    from tests.ops.otlp import Receiver
+
+    receiver = Receiver()
+    config = flytelite_config(k8s_cluster.kubeconfig, CHECKOUT) + f"tracing: {{enabled: true, endpoint: '{receiver.url}'}}\n"
+    server = make_server(folder / "traced", config)
+    server.start()
+    try:
+        name = run_remote(server, copy_workflows(folder / "traced-wf", "traced.py"), "traced.py", "traced_wf")
+        ex = _wait(server, name)
+        assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
+    finally:
+        server.stop()  # sends the spans still buffered
+        receiver.stop()
+    # A create the apiserver refused for now (a new namespace's service account not made yet) is tried again
+    # in a span of its own: the pod runs in the span of the create that made it.
+    made = [s for s in receiver.named("launch kubernetes object")
+            if ex.outputs["o0"].startswith(f"00-{s.trace_id.hex()}-{s.span_id.hex()}-")]
+    assert len(made) == 1, (ex.outputs["o0"], receiver.named("launch kubernetes object"))
+    launch = made[0]
+    rounds = {s.span_id for s in receiver.named("propeller round") if s.trace_id == launch.trace_id}
+    assert launch.parent_span_id in rounds

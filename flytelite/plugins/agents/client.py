@@ -42,9 +42,10 @@ class AgentClient:
     def endpoint(self) -> str:
         return self.deployment.endpoint
 
-    def _call(self, operation: str, method, request, wait_for_ready: bool = False):
+    def _call(self, operation: str, method, request, wait_for_ready: bool = False, traceparent: str = ""):
         try:
-            return method(request, timeout=self.deployment.timeout(operation), wait_for_ready=wait_for_ready)
+            return method(request, timeout=self.deployment.timeout(operation), wait_for_ready=wait_for_ready,
+                          metadata=_trace_metadata(traceparent))
         except grpc.RpcError as e:
             raise AgentCallFailed(self.endpoint, operation, e) from None
 
@@ -52,8 +53,9 @@ class AgentClient:
         return list(self._call("ListAgents", self.metadata_stub.ListAgents, agent_pb2.ListAgentsRequest(),
                                wait_for_ready).agents)
 
-    def create(self, request: agent_pb2.CreateTaskRequest) -> bytes:
-        return self._call("CreateTask", self.async_stub.CreateTask, request).resource_meta
+    def create(self, request: agent_pb2.CreateTaskRequest, traceparent: str = "") -> bytes:
+        """The agent's resource meta; `traceparent` (W3C) goes as call metadata, continuing the caller's trace."""
+        return self._call("CreateTask", self.async_stub.CreateTask, request, traceparent=traceparent).resource_meta
 
     def get(self, request: agent_pb2.GetTaskRequest) -> agent_pb2.Resource:
         return self._call("GetTask", self.async_stub.GetTask, request).resource
@@ -61,14 +63,15 @@ class AgentClient:
     def delete(self, request: agent_pb2.DeleteTaskRequest) -> None:
         self._call("DeleteTask", self.async_stub.DeleteTask, request)
 
-    def execute_sync(self, header: agent_pb2.CreateRequestHeader,
-                     inputs: literals_pb2.LiteralMap) -> agent_pb2.Resource:
+    def execute_sync(self, header: agent_pb2.CreateRequestHeader, inputs: literals_pb2.LiteralMap,
+                     traceparent: str = "") -> agent_pb2.Resource:
         """The header, then the inputs; the answer is in the first response's header (as FlytePropeller
         reads it, ignoring any streamed outputs after it)."""
         requests = iter([agent_pb2.ExecuteTaskSyncRequest(header=header),
                          agent_pb2.ExecuteTaskSyncRequest(inputs=inputs)])
         try:
-            responses = self.sync_stub.ExecuteTaskSync(requests, timeout=self.deployment.timeout("ExecuteTaskSync"))
+            responses = self.sync_stub.ExecuteTaskSync(requests, timeout=self.deployment.timeout("ExecuteTaskSync"),
+                                                       metadata=_trace_metadata(traceparent))
             first = next(responses, None)
             responses.cancel()
         except grpc.RpcError as e:
@@ -80,6 +83,10 @@ class AgentClient:
 
     def close(self) -> None:
         self.channel.close()
+
+
+def _trace_metadata(traceparent: str) -> tuple[tuple[str, str], ...] | None:
+    return (("traceparent", traceparent),) if traceparent else None
 
 
 class AgentClients:

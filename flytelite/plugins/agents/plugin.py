@@ -150,16 +150,20 @@ class AgentPlugin(Plugin):
                                            retryable=False)
         client = self.clients.get(route.deployment)
         metadata = _execution_metadata(tctx)
+        tracing = self.ctx.tracing
         try:
-            if route.is_sync:
-                header = agent_pb2.CreateRequestHeader(template=template, output_prefix=tctx.output_prefix,
-                                                       task_execution_metadata=metadata)
-                resource = client.execute_sync(header, tctx.inputs)
-                st.status, st.output_prefix = AgentStatus.DONE, tctx.output_prefix
-                return self._status(tctx, st, resource, route)
-            meta = client.create(agent_pb2.CreateTaskRequest(
-                inputs=tctx.inputs, template=template, output_prefix=tctx.output_prefix,
-                task_execution_metadata=metadata))
+            # A span of the round; the agent gets its context as the call's W3C traceparent.
+            with tracing.span("launch agent task", attributes={"flyte.task": tctx.task.id.name,
+                                                               "flyte.agent": route.deployment.endpoint}):
+                if route.is_sync:
+                    header = agent_pb2.CreateRequestHeader(template=template, output_prefix=tctx.output_prefix,
+                                                           task_execution_metadata=metadata)
+                    resource = client.execute_sync(header, tctx.inputs, tracing.traceparent())
+                    st.status, st.output_prefix = AgentStatus.DONE, tctx.output_prefix
+                    return self._status(tctx, st, resource, route)
+                meta = client.create(agent_pb2.CreateTaskRequest(
+                    inputs=tctx.inputs, template=template, output_prefix=tctx.output_prefix,
+                    task_execution_metadata=metadata), tracing.traceparent())
         except AgentCallFailed as e:
             return PluginPhaseInfo.failure(TASK_FAILED, f"failed to create task from agent: {e}", kind=USER,
                                            retryable=True, logs=_server_log(self.ctx, route))

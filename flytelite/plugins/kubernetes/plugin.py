@@ -160,18 +160,20 @@ class KubernetesPlugin(Plugin):
                     reason=f"waiting for room: {len(self._in_flight)} pods are unfinished "
                            f"(kubernetes.max_pods_in_flight is {cap})")
         namespace = names.namespace(self.cfg.namespace_template, tctx.key[0], tctx.key[1])
-        try:
-            obj = self._manifest(tctx, namespace)
-        except TemplateError as e:
-            return PluginPhaseInfo.failure(E.BAD_TASK_SPECIFICATION, f"task {tctx.task.id.name}: {e}", kind=USER,
-                                           retryable=False)
-        key = (namespace, obj["metadata"]["name"])
-        try:
-            self.namespaces.ensure(namespace)
-            self._create_object(namespace, obj)
-        except ApiException as e:
-            if e.status != 409:  # AlreadyExists: created by an earlier round, this replica's or another's
-                return self._create_failed(tctx, key, e)
+        # A span of the round; the task's containers get its context as TRACEPARENT (flyte_task_env).
+        with self.ctx.tracing.span("launch kubernetes object", attributes={"flyte.task": tctx.task.id.name}):
+            try:
+                obj = self._manifest(tctx, namespace)
+            except TemplateError as e:
+                return PluginPhaseInfo.failure(E.BAD_TASK_SPECIFICATION, f"task {tctx.task.id.name}: {e}",
+                                               kind=USER, retryable=False)
+            key = (namespace, obj["metadata"]["name"])
+            try:
+                self.namespaces.ensure(namespace)
+                self._create_object(namespace, obj)
+            except ApiException as e:
+                if e.status != 409:  # AlreadyExists: created by an earlier round, this replica's or another's
+                    return self._create_failed(tctx, key, e)
         st.status, st.namespace, st.pod = PodStatus.CREATED, namespace, key[1]
         st.primary = obj["metadata"]["annotations"]["primary_container_name"]
         st.output_prefix, st.whole_pod = tctx.output_prefix, obj["kind"] == "Pod" and copilot.waits_for_whole_pod(obj)

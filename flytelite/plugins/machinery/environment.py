@@ -41,6 +41,10 @@ def flyte_task_env(tctx: TaskExecutionContext, ctx: Context, secret_in_file: boo
         "FLYTE_ATTEMPT_NUMBER": str(tctx.attempt),
     })
     env.update(literal_offloading_env(ctx.config.literal_offloading))
+    # The trace of the launch (the current span), for the task's own instrumentation to continue.
+    traceparent = ctx.tracing.traceparent()
+    if traceparent:
+        env["TRACEPARENT"] = traceparent
     if ctx.public_url:
         env["FLYTE_EXECUTION_URL"] = (f"{ctx.public_url}/console/projects/{project}/domains/{domain}"
                                       f"/executions/{name}/nodeId/{tctx.node_id}/nodes")
