@@ -38,3 +38,25 @@ class Namespaces:
             if e.status != 409:
                 raise
         self._known.add(name)
+
+
+class NamespacedSecret:
+    """One Secret flytelite writes into each namespace that needs it, once per process: created, or replaced
+    when one of its name exists (its value may have changed since). Never read back."""
+
+    def __init__(self, api: client.CoreV1Api, name: str, data: dict[str, str]):
+        self.api, self.name = api, name
+        self._body = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "stringData": data,
+                      "metadata": {"name": name, "labels": {MANAGED_LABEL: "true"}}}
+        self._written: set[str] = set()
+
+    def ensure(self, namespace: str) -> None:
+        if namespace in self._written:
+            return
+        try:
+            self.api.create_namespaced_secret(namespace, self._body)
+        except ApiException as e:
+            if e.status != 409:
+                raise
+            self.api.replace_namespaced_secret(self.name, namespace, self._body)
+        self._written.add(namespace)

@@ -201,6 +201,9 @@ class KubernetesConfig:
     interruptible_node_selector: dict[str, str] = field(default_factory=dict)
     # Extra env vars of every pod (FlytePropeller's default-env-vars).
     env: dict[str, str] = field(default_factory=dict)
+    # With authentication on: the Secret flytelite writes into each task namespace with the task client's
+    # secret (key client_secret, as Flyte's flyte-secret-auth), which pods mount at /etc/secrets.
+    task_client_secret: str = "flyte-secret-auth"
     # Host folders mounted into every pod at the same path (a single-node cluster on the server's machine:
     # the task interpreter's environment; a local blob store is mounted by itself).
     host_mounts: list[str] = field(default_factory=list)

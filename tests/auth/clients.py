@@ -50,11 +50,9 @@ def self_signed_cert(folder: Path) -> tuple[Path, Path]:
     return cert_path, key_path
 
 
-def auth_server(tmp_path: Path, access_token_seconds: int = 3, tls: tuple[Path, Path] | None = None,
-                redirect_port: int | None = None) -> RunningServer:
-    """A server with authentication on: one confidential client, one user, short-lived access tokens."""
-    redirect_port = redirect_port or free_port()
-    config = f"""auth:
+def auth_config(access_token_seconds: int = 3, redirect_port: int | None = None) -> str:
+    """The `auth:` section of a server with authentication on: one confidential client, one user."""
+    return f"""auth:
   access_token_seconds: {access_token_seconds}
   clients:
     {CLIENT_ID}:
@@ -62,9 +60,14 @@ def auth_server(tmp_path: Path, access_token_seconds: int = 3, tls: tuple[Path, 
   users:
     {USER}: "{hash_secret(PASSWORD)}"
   public_client:
-    redirect_uri: http://localhost:{redirect_port}/callback
+    redirect_uri: http://localhost:{redirect_port or free_port()}/callback
 """
-    return make_server(tmp_path, config, tls=tls)
+
+
+def auth_server(tmp_path: Path, access_token_seconds: int = 3, tls: tuple[Path, Path] | None = None,
+                redirect_port: int | None = None) -> RunningServer:
+    """A server with authentication on: one confidential client, one user, short-lived access tokens."""
+    return make_server(tmp_path, auth_config(access_token_seconds, redirect_port), tls=tls)
 
 
 def client_secret_config(server: RunningServer, path: Path) -> Path:

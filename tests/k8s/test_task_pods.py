@@ -4,6 +4,7 @@ through hostPath mounts (the skeleton task image) and reach the local blob store
 
 from __future__ import annotations
 
+import base64
 import signal
 import subprocess
 import urllib.request
@@ -282,3 +283,39 @@ def test_a_pod_runs_in_the_trace_of_its_launch(k8s_cluster, folder):
     launch = made[0]
     rounds = {s.span_id for s in receiver.named("propeller round") if s.trace_id == launch.trace_id}
     assert launch.parent_span_id in rounds
+
+
+def test_with_authentication_pods_read_the_task_clients_secret_from_a_kubernetes_secret(k8s_cluster, folder):
+    """An eager workflow's task calls the API from its pod with the task client's credentials: the secret
+    comes from the Secret flyte-secret-auth that flytelite wrote into the namespace, mounted where flytekit
+    reads it, and is nowhere in the pod's spec."""
+    from kubernetes import client
+
+    from tests.auth.clients import CLIENT_ID, CLIENT_SECRET, auth_config, client_secret_config
+
+    config = (flytelite_config(k8s_cluster.kubeconfig, CHECKOUT, host_network=True, delete_finished_pods=False)
+              + auth_config(access_token_seconds=60))
+    server = make_server(folder / "auth", config)
+    server.start()
+    try:
+        server.config_path = client_secret_config(server, folder / "auth-flytekit.yaml")
+        name = run_remote(server, copy_workflows(folder / "auth-wf", "eager_static.py"), "eager_static.py",
+                          "eager_a", "--x", "3")
+        ex = _wait(server, name)
+        assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
+        assert ex.outputs["o0"] == 8  # the eager task launched its subworkflow through the API
+        task_secret = (server.home / "auth" / "task-client-secret").read_text().strip()
+        assert task_secret and task_secret != CLIENT_SECRET
+    finally:
+        server.stop()
+    core = client.CoreV1Api(k8s_cluster.api_client())
+    secret = core.read_namespaced_secret("flyte-secret-auth", f"{P}-{D}")
+    assert base64.b64decode(secret.data["client_secret"]).decode() == task_secret
+    (pod,) = [p for p in core.list_namespaced_pod(f"{P}-{D}", label_selector=f"execution-id={name}").items]
+    primary = pod.spec.containers[0]
+    env = {e.name: e.value for e in primary.env}
+    assert env["FLYTE_CREDENTIALS_CLIENT_ID"] != CLIENT_ID
+    assert env["FLYTE_CREDENTIALS_CLIENT_SECRET_LOCATION"] == "/etc/secrets/client_secret"
+    assert "FLYTE_CREDENTIALS_CLIENT_SECRET" not in env
+    assert task_secret not in str(pod.to_dict())
+    assert any(m.mount_path == "/etc/secrets" and m.read_only for m in primary.volume_mounts)

@@ -30,7 +30,7 @@ from kubernetes.client.exceptions import ApiException
 from flytelite.context import Context
 from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM, USER
-from flytelite.kubeclient import MANAGED_LABEL, Namespaces, core_api
+from flytelite.kubeclient import MANAGED_LABEL, NamespacedSecret, Namespaces, core_api
 from flytelite.plugins.kubernetes import copilot, names, phases, pods
 from flytelite.plugins.kubernetes.informer import Informer, PodKey, pod_informer
 from flytelite.plugins.machinery.core import (
@@ -111,6 +111,11 @@ class KubernetesPlugin(Plugin):
         # Attempts waiting for room under max_pods_in_flight, by pod name: woken when a pod finishes.
         self._waiting_for_room: dict[str, Callable[[float | None], None]] = {}
         self.namespaces = Namespaces(self.api, self.cfg.create_namespaces)
+        # With authentication on, the task client's secret reaches pods through a Secret in their namespace
+        # (Flyte's flyte-secret-auth), mounted where flytekit reads it, never in the pod's spec.
+        self.client_secret = (NamespacedSecret(self.api, self.cfg.task_client_secret,
+                                               {pods.CLIENT_SECRET_KEY: ctx.auth.task_secret})
+                              if ctx.auth is not None else None)
 
     def setup(self, loop) -> None:
         if self.watch_from_start:
@@ -170,6 +175,8 @@ class KubernetesPlugin(Plugin):
             key = (namespace, obj["metadata"]["name"])
             try:
                 self.namespaces.ensure(namespace)
+                if self.client_secret is not None:
+                    self.client_secret.ensure(namespace)
                 self._create_object(namespace, obj)
             except ApiException as e:
                 if e.status != 409:  # AlreadyExists: created by an earlier round, this replica's or another's
@@ -221,7 +228,7 @@ class KubernetesPlugin(Plugin):
         return PluginPhaseInfo(PluginPhase.QUEUED, version=1, reason=what, poll_after=RETRY_CREATE_SECONDS)
 
     def _pod_manifest(self, tctx: TaskExecutionContext, namespace: str) -> pods.Pod:
-        env = flyte_task_env(tctx, self.ctx, secret_in_file=False)
+        env = flyte_task_env(tctx, self.ctx, client_secret_file=pods.CLIENT_SECRET_FILE)
         mounts = list(self.cfg.host_mounts)
         if self.ctx.blobs.is_local:
             # A single-node cluster on this machine: the pod reads and writes the local store where it is,
@@ -240,8 +247,11 @@ class KubernetesPlugin(Plugin):
                                         f"{namespace!r}") from None
                 raise
             template = _json(template).get("template", {})
-        return pods.build_pod(tctx, self.cfg, lambda words: rendered_command(tctx, words), env, namespace,
-                              template, mounts, self.ctx.blobs.root)
+        pod = pods.build_pod(tctx, self.cfg, lambda words: rendered_command(tctx, words), env, namespace,
+                             template, mounts, self.ctx.blobs.root)
+        if self.client_secret is not None:
+            pods.mount_client_secret(pod["spec"], self.cfg.task_client_secret)
+        return pod
 
     def _read(self, key: PodKey) -> dict | None:
         """The attempt's object from the informer's cache; from the apiserver while the cache is not synced or

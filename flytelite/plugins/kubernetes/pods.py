@@ -26,6 +26,9 @@ from flytelite.plugins.machinery.core import TaskExecutionContext
 from flytelite.plugins.machinery.target import PRIMARY, pod_spec, primary_container_name
 
 SECRETS_DIR = "/etc/flyte/secrets"
+# Where task pods find the task client's secret (flytekit's default client secret location).
+CLIENT_SECRET_DIR, CLIENT_SECRET_KEY = "/etc/secrets", "client_secret"
+CLIENT_SECRET_FILE = f"{CLIENT_SECRET_DIR}/{CLIENT_SECRET_KEY}"
 SECRETS_ENV_PREFIX = "_FSEC_"
 _RESOURCE_NAMES = {
     tasks_pb2.Resources.CPU: "cpu",
@@ -239,6 +242,18 @@ def _add_secrets(spec: dict, primary: dict, secrets: list[security_pb2.Secret]) 
         for container in spec.get("containers", []):
             container.setdefault("volumeMounts", []).append(
                 {"name": volume, "mountPath": f"{SECRETS_DIR}/{group.lower()}", "readOnly": True})
+
+
+def mount_client_secret(spec: dict, secret_name: str) -> None:
+    """The task client's secret (Secret `secret_name`, key client_secret) at CLIENT_SECRET_FILE in every
+    container, read-only."""
+    volume = "flytelite-client-secret"
+    spec.setdefault("volumes", []).append(
+        {"name": volume, "secret": {"secretName": secret_name, "items": [{"key": CLIENT_SECRET_KEY,
+                                                                          "path": CLIENT_SECRET_KEY}]}})
+    for container in spec.get("initContainers", []) + spec.get("containers", []):
+        container.setdefault("volumeMounts", []).append(
+            {"name": volume, "mountPath": CLIENT_SECRET_DIR, "readOnly": True})
 
 
 def _secret_volume_name(group: str) -> str:

@@ -18,8 +18,10 @@ from flytelite.context import Context
 from flytelite.plugins.machinery.core import TaskExecutionContext
 
 
-def flyte_task_env(tctx: TaskExecutionContext, ctx: Context, secret_in_file: bool = True) -> dict[str, str]:
-    """Variables of one attempt, later ones winning: the blob store's, the task's, the execution's, Flyte's."""
+def flyte_task_env(tctx: TaskExecutionContext, ctx: Context, client_secret_file: str = "") -> dict[str, str]:
+    """Variables of one attempt, later ones winning: the blob store's, the task's, the execution's, Flyte's.
+    With authentication on, the task client's secret is read from `client_secret_file` (default: the server's
+    own file, which local processes read); its value is never in the environment."""
     project, domain, name = tctx.key
     task_id = tctx.task.id
     env = dict(ctx.blobs.task_environment())
@@ -56,22 +58,18 @@ def flyte_task_env(tctx: TaskExecutionContext, ctx: Context, secret_in_file: boo
             env["FLYTE_PLATFORM_INSECURE"] = "true" if url.scheme == "http" else "false"
             if ctx.config.tls:
                 env["FLYTE_PLATFORM_CA_CERT_FILE_PATH"] = ctx.config.tls_ca_file or ctx.config.tls_cert
-            env.update(_credentials_env(ctx, explicit, secret_in_file))
+            env.update(_credentials_env(ctx, explicit, client_secret_file))
     return env
 
 
-def _credentials_env(ctx: Context, explicit: set[str], secret_in_file: bool) -> dict[str, str]:
+def _credentials_env(ctx: Context, explicit: set[str], client_secret_file: str) -> dict[str, str]:
     """flytekit's client-credentials settings for the task client, unless the task brings its own."""
     auth = ctx.auth
     if auth is None or explicit & {"FLYTE_CREDENTIALS_AUTH_MODE", "FLYTE_CREDENTIALS_CLIENT_ID"}:
         return {}
-    env = {"FLYTE_CREDENTIALS_AUTH_MODE": "ClientSecret", "FLYTE_CREDENTIALS_CLIENT_ID": auth.config.task_client_id,
-           "FLYTE_CREDENTIALS_SCOPES": "all"}
-    if secret_in_file:
-        env["FLYTE_CREDENTIALS_CLIENT_SECRET_LOCATION"] = str(auth.task_secret_file)
-    else:
-        env["FLYTE_CREDENTIALS_CLIENT_SECRET"] = auth.task_secret
-    return env
+    return {"FLYTE_CREDENTIALS_AUTH_MODE": "ClientSecret", "FLYTE_CREDENTIALS_CLIENT_ID": auth.config.task_client_id,
+            "FLYTE_CREDENTIALS_SCOPES": "all",
+            "FLYTE_CREDENTIALS_CLIENT_SECRET_LOCATION": client_secret_file or str(auth.task_secret_file)}
 
 
 def literal_offloading_env(cfg: LiteralOffloadingConfig) -> dict[str, str]:
