@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -201,6 +202,31 @@ def _gc(args: argparse.Namespace) -> int:
     return 0
 
 
+def _audit(args: argparse.Namespace) -> int:
+    """The audit trail, newest first: one line per call (or JSON lines with --json)."""
+    from datetime import timedelta
+
+    from flytelite.admin.audit import AuditLog
+    from flytelite.config import parse_duration
+
+    try:
+        since = timedelta(seconds=parse_duration(args.since)) if args.since else None
+    except ValueError as exc:
+        raise SystemExit(f"flytelite audit: --since {exc}") from exc
+    for e in AuditLog(_open_state(args)).events(limit=args.limit, since=since, project=args.project or ""):
+        fields = {"at": e.at.isoformat(), "identity": e.identity, "client_id": e.client_id, "address": e.address,
+                  "action": e.action, "project": e.project, "domain": e.domain, "resource": e.resource,
+                  "outcome": e.outcome, "message": e.message}
+        if args.json:
+            print(json.dumps(fields))
+        else:
+            who = e.identity or "-"
+            print("  ".join([fields["at"], who + (f" ({e.client_id})" if e.client_id else ""), e.address or "-",
+                             e.action, "/".join(p for p in (e.project, e.domain) if p) or "-", e.resource or "-",
+                             e.outcome] + ([e.message] if e.message else [])))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flytelite", description="A Flyte backend without Kubernetes.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -240,6 +266,16 @@ def build_parser() -> argparse.ArgumentParser:
     gc.add_argument("--home", default=None, help="state folder (default ~/.flytelite)")
     gc.add_argument("--config", type=Path, default=None, help="YAML configuration file")
     gc.set_defaults(func=_gc)
+
+    audit = sub.add_parser("audit", help="the audit trail, newest first: who created, terminated, relaunched, "
+                           "recovered, signalled, registered or changed what, from where, and how it ended")
+    audit.add_argument("--home", default=None, help="state folder (default ~/.flytelite)")
+    audit.add_argument("--config", type=Path, default=None, help="YAML configuration file (its database_url)")
+    audit.add_argument("--since", default=None, metavar="DURATION", help="only this recent, e.g. 1d, 12h")
+    audit.add_argument("--project", default=None, help="only calls naming this project")
+    audit.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
+    audit.add_argument("--json", action="store_true", help="one JSON object per line")
+    audit.set_defaults(func=_audit)
 
     db = sub.add_parser("db", help="the database's schema")
     db_sub = db.add_subparsers(dest="db_command", required=True)

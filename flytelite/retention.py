@@ -6,7 +6,8 @@ its rows (execution, tags, node and task executions, the engine's FlyteWorkflow,
 e-mails), its data dir
 (inputs, outputs, offloaded literals, decks, errors), the raw outputs of its task attempts
 (`<raw prefix>/<shard>/<execution>-<node>-<attempt>`, FlytePropeller's per-attempt prefix), its task logs and
-work folders; and cache entries created before the cutoff, with their copied outputs.
+work folders; cache entries created before the cutoff, with their copied outputs; and the audit trail's
+events before `gc.audit_older_than` (the same cutoff when unset).
 
 What stays, always: an execution the engine has not finished (its FlyteWorkflow is not done), whatever its
 age; a child execution whose parent stays; a cache entry a kept execution hit (its outputs may point into
@@ -26,11 +27,13 @@ from flyteidl.admin import execution_pb2, node_execution_pb2, task_execution_pb2
 from flyteidl.core import catalog_pb2, identifier_pb2
 from sqlalchemy import delete, or_, select
 
+from flytelite.config import parse_duration
 from flytelite.context import Context, ExecutionKey
 from flytelite.idl.phases import WORKFLOW_TERMINAL
 from flytelite.plugins.machinery.core import attempt_raw_prefix
 from flytelite.store.executions import as_utc
 from flytelite.store.models import (
+    AuditEvent,
     CatalogArtifact,
     Execution,
     ExecutionTag,
@@ -40,6 +43,7 @@ from flytelite.store.models import (
     Signal,
     TaskExecution,
 )
+from flytelite.store.statements import changed_rows
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +55,14 @@ BATCH = 200
 class GcReport:
     executions: list[str] = field(default_factory=list)
     cache_entries: int = 0
+    audit_events: int = 0
     # Old finished executions kept because a kept execution's cache hit still uses their data.
     kept_for_cache: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         kept = f"; kept {len(self.kept_for_cache)} whose data younger cache hits use" if self.kept_for_cache else ""
-        return f"removed {len(self.executions)} execution(s) and {self.cache_entries} cache entr(y/ies){kept}"
+        return (f"removed {len(self.executions)} execution(s), {self.cache_entries} cache entr(y/ies) and "
+                f"{self.audit_events} audit event(s){kept}")
 
 
 def collect(ctx: Context, older_than: timedelta, now: datetime | None = None) -> GcReport:
@@ -81,6 +87,10 @@ def collect(ctx: Context, older_than: timedelta, now: datetime | None = None) ->
         chunk = {k: candidates[k] for k in keys[start:start + BATCH]}
         _remove_executions(ctx, chunk)
         report.executions.extend("/".join(k) for k in chunk)
+    audit_age = ctx.config.gc.audit_older_than
+    audit_cutoff = now - (timedelta(seconds=parse_duration(audit_age)) if audit_age else older_than)
+    with ctx.db.session() as s:
+        report.audit_events = changed_rows(s, delete(AuditEvent).where(AuditEvent.at < audit_cutoff))
     log.info("gc (older than %s): %s", older_than, report.summary())
     return report
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +11,7 @@ from flytelite.auth.oauth2 import AuthorizationServer
 from flytelite.auth.secrets import new_secret
 from flytelite.auth.tokens import TokenIssuer, bearer_token
 from flytelite.config.auth import AuthConfig
+from flytelite.errors import Unauthenticated
 
 
 @dataclass
@@ -25,7 +26,17 @@ class Auth:
     task_secret_file: Path
     task_secret: str
 
-    def token_in(self, metadata: dict[str, str]) -> str:
+    def identify(self, metadata: Mapping[str, str], cookie_token: str = "") -> tuple[str, str]:
+        """(subject, client id) of the valid token in a call's metadata (lower-case keys), else of the console's
+        cookie token; ("", "") when there is none (the audit trail's "who")."""
+        token = self.token_in(metadata) or cookie_token
+        try:
+            identity = self.tokens.identity(token) if token else None
+        except Unauthenticated:
+            return "", ""
+        return (identity.subject, identity.client_id) if identity is not None else ("", "")
+
+    def token_in(self, metadata: Mapping[str, str]) -> str:
         """The bearer token a call carries in its metadata (lower-case keys): under the configured key, else
         `authorization`; "" for none."""
         for key in (self.config.header_key.lower(), "authorization"):

@@ -385,10 +385,13 @@ class GcConfig:
     older_than: str = ""
     # Seconds between two collections inside the server (one replica collects: the "gc" leader).
     interval_seconds: float = 86400.0
+    # Audit trail events (admin/audit.py) older than this go at each collection; empty: `older_than`'s age.
+    audit_older_than: str = ""
 
     def __post_init__(self) -> None:
-        if self.older_than:
-            parse_duration(self.older_than)
+        for value in (self.older_than, self.audit_older_than):
+            if value:
+                parse_duration(value)
         if self.interval_seconds <= 0:
             raise ValueError(f"gc.interval_seconds must be more than 0, not {self.interval_seconds}")
 

@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, Response
 
 from flytelite.console.forms import literal_from_text
 from flytelite.console.layout import execution_url
-from flytelite.console.rest import error_response
+from flytelite.console.rest import HttpAudit, code_name, error_response
 from flytelite.errors import InvalidArgument, NotFound
 
 KINDS = {"launch_plan": idpb.LAUNCH_PLAN, "task": idpb.TASK}
@@ -95,9 +95,11 @@ def signal_type_reader(signals):
     return read
 
 
-def json_action(what: str, action):
-    """A POST endpoint that runs `action(form)` in a worker thread and answers JSON."""
+def json_action(what: str, action, rpc: str, audit: HttpAudit | None = None):
+    """A POST endpoint that runs `action(form)` in a worker thread and answers JSON; the `rpc` it makes is
+    recorded with `audit`."""
     async def endpoint(request: Request) -> Response:
+        form: object = None
         try:
             form = json.loads(await request.body() or b"{}")
             if not isinstance(form, dict):
@@ -107,6 +109,18 @@ def json_action(what: str, action):
             return error_response(InvalidArgument(f"the form is not JSON in UTF-8 (nested at most a few hundred "
                                                   f"levels): {type(exc).__name__}: {exc}"), what)
         except Exception as exc:  # noqa: BLE001 - the edge: every failure becomes a JSON error the page shows
+            if audit is not None:
+                await run_in_threadpool(audit, request, rpc, _named(form), code_name(exc), str(exc))
             return error_response(exc, what)
+        if audit is not None:
+            await run_in_threadpool(audit, request, rpc, _named(form), "OK", "")
         return JSONResponse(result)
     return endpoint
+
+
+def _named(form: object) -> tuple[str, str, str]:
+    """What a launch or signal form names, as the audit trail keeps it (audit.describe)."""
+    if not isinstance(form, dict):
+        return "", "", ""
+    resource = ":".join(str(form[k]) for k in ("name", "version", "execution", "signal_id") if form.get(k))
+    return str(form.get("project", "")), str(form.get("domain", "")), resource

@@ -16,9 +16,10 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from flytelite.admin.audit import AuditLog, Caller
 from flytelite.admin.dataproxy import signed_blobs
 from flytelite.admin.grpc_services import servicers
-from flytelite.auth.http import AuthMiddleware, auth_routes
+from flytelite.auth.http import ACCESS_COOKIE, AuthMiddleware, auth_routes
 from flytelite.console import actions, entity_pages, list_pages, views
 from flytelite.console.execution_page import execution_page
 from flytelite.console.layout import DEFAULT_DOMAIN, esc, layout, not_found_page
@@ -86,18 +87,26 @@ def build_app(ctx: Context) -> Starlette:
 
     base = "/console/projects/{project}"
     auth = ctx.auth
+    audit_log = AuditLog(ctx)
+
+    def http_audit(request: Request, action: str, named: tuple[str, str, str], outcome: str, message: str) -> None:
+        subject, client_id = (auth.identify({k.lower(): v for k, v in request.headers.items()},
+                                            request.cookies.get(ACCESS_COOKIE, "")) if auth is not None else ("", ""))
+        who = Caller(subject, client_id, request.client.host if request.client else "")
+        audit_log.record(action, named, who, outcome, message)
     app = Starlette(routes=[*(auth_routes(auth) if auth is not None else []),
         Route("/healthz", healthz),
         Route("/metrics", metrics),
         Route("/favicon.ico", lambda _r: Response(status_code=204)),
         Route("/", lambda _r: RedirectResponse("/console")),
-        *rest_routes(by_name, ctx.metrics),
+        *rest_routes(by_name, ctx.metrics, http_audit),
         Route("/api/{rest:path}", unknown_api, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
-        Route("/console/api/launch", actions.json_action("launch", lambda form: actions.launch(admin, form)),
-              methods=["POST"]),
+        Route("/console/api/launch", actions.json_action("launch", lambda form: actions.launch(admin, form),
+                                                         "CreateExecution", http_audit), methods=["POST"]),
         Route("/console/api/signals", actions.json_action("set signal", lambda form: actions.set_signal_value(
-            signals, actions.signal_type_reader(signals), form)), methods=["POST"]),
+            signals, actions.signal_type_reader(signals), form), "SetSignal", http_audit), methods=["POST"]),
         Mount("/console/static", StaticFiles(directory=STATIC), name="static"),
+        Route("/console/audit", page(lambda r, p, d: list_pages.audit_page(audit_log.events(limit=500)))),
         Route("/console", page(lambda r, p, d: entity_pages.projects_page(admin))),
         Route("/console/", page(lambda r, p, d: entity_pages.projects_page(admin))),
         Route(base, page(lambda r, p, d: entity_pages.project_page(admin, p, d))),

@@ -120,3 +120,17 @@ def schedules_page(ctx: Context, project: str, domain: str) -> str:
                     "No active launch plan with a schedule. Activate one (pyflyte register --activate-launchplans)."))
     return layout("Schedules", body, project, domain)
 
+
+
+def audit_page(events: list) -> str:
+    """The audit trail, newest first (admin/audit.py): who changed what, from where, and how it ended."""
+    rows = [f"<tr data-audit='{esc(e.action)}' data-outcome='{esc(e.outcome)}'><td>{fmt_time(e.at)}</td>"
+            f"<td>{esc(e.identity or '-')}{f' <span class=muted>({esc(e.client_id)})</span>' if e.client_id else ''}</td>"
+            f"<td>{esc(e.address)}</td><td>{esc(e.action)}</td><td>{esc('/'.join(p for p in (e.project, e.domain) if p))}</td>"
+            f"<td>{esc(e.resource)}</td><td>{esc(e.outcome)}</td><td class='muted'>{esc(e.message)}</td></tr>"
+            for e in events]
+    body = ("<h1>Audit trail</h1><p class='muted'>Calls that changed something or tried to, newest first "
+            "(<code>flytelite audit</code> lists them too).</p>"
+            + table(["Time", "Who", "From", "Action", "Project", "What", "Outcome", "Message"], rows,
+                    "Nothing changed yet."))
+    return layout("Audit trail", body)

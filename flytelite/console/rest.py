@@ -28,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from flytelite.admin.audit import AUDITED, describe, describe_call
 from flytelite.admin.grpc_services import GRPC_SERVICES
 from flytelite.errors import FlyteliteError, InvalidArgument, NotFound, Unimplemented, client_message
 from flytelite.metrics import Metrics, rpc_prefix
@@ -226,29 +227,41 @@ class RestContext:
         return self._metadata
 
 
-def _endpoint(route: RestRoute, call: Callable[[Message, RestContext], Message], metrics: Metrics | None):
+# Records an audited call made over HTTP: (request, action, (project, domain, resource), outcome, message).
+HttpAudit = Callable[[Request, str, tuple[str, str, str], str, str], None]
+
+
+def _endpoint(route: RestRoute, call: Callable[[Message, RestContext], Message], metrics: Metrics | None,
+              audit: HttpAudit | None):
     what = f"{route.method} {route.template} ({route.service}.{route.rpc})"
     # Counted as the RPC's gRPC calls are, as FlyteAdmin's gateway calls them over gRPC.
     prefix = rpc_prefix(f"/flyteidl.service.{route.service}/{route.rpc}")
+    audit = audit if route.rpc in AUDITED else None
 
     async def endpoint(request: Request) -> Response:
         start = time.perf_counter()
+        msg = None
         try:
             msg = await build_request(route, request)
             reply = await run_in_threadpool(call, msg, RestContext(request.headers))
         except Exception as exc:  # noqa: BLE001 - the API edge: every failure becomes a JSON error
             response = error_response(exc, what)
             if metrics is not None:
-                metrics.record_rpc(prefix, _code_name(exc), (time.perf_counter() - start) * 1000.0)
+                metrics.record_rpc(prefix, code_name(exc), (time.perf_counter() - start) * 1000.0)
+            if audit is not None:
+                named = describe(msg) if msg is not None else ("", "", "")
+                await run_in_threadpool(audit, request, route.rpc, named, code_name(exc), str(exc))
             return response
         if metrics is not None:
             metrics.record_rpc(prefix, "OK", (time.perf_counter() - start) * 1000.0)
+        if audit is not None:
+            await run_in_threadpool(audit, request, route.rpc, describe_call(msg, reply), "OK", "")
         return encode(reply, request.headers.get("accept", ""))
 
     return endpoint
 
 
-def _code_name(exc: Exception) -> str:
+def code_name(exc: Exception) -> str:
     if isinstance(exc, FlyteliteError):
         return exc.grpc_code
     return "UNIMPLEMENTED" if isinstance(exc, NotImplementedError) else "INTERNAL"
@@ -263,12 +276,13 @@ def _caller(route: RestRoute, servicers: Servicers) -> Callable[[Message, RestCo
     return getattr(servicer, route.rpc)
 
 
-def rest_routes(servicers: Servicers, metrics: Metrics | None = None) -> Iterator[Route]:
-    """Starlette routes for every Flyte REST binding, calling `servicers[service_name].<rpc>` (and counting each
-    call in `metrics`)."""
+def rest_routes(servicers: Servicers, metrics: Metrics | None = None, audit: HttpAudit | None = None
+                ) -> Iterator[Route]:
+    """Starlette routes for every Flyte REST binding, calling `servicers[service_name].<rpc>` (counting each
+    call in `metrics`, recording the audited ones with `audit`)."""
     for route in flyte_routes():
-        yield Route(route.starlette_path, _endpoint(route, _caller(route, servicers), metrics), methods=[route.method],
-                    name=f"{route.service}.{route.rpc}.{route.method}.{route.template}")
+        yield Route(route.starlette_path, _endpoint(route, _caller(route, servicers), metrics, audit),
+                    methods=[route.method], name=f"{route.service}.{route.rpc}.{route.method}.{route.template}")
 
 
 def unknown_api(request: Request) -> Response:

@@ -17,6 +17,7 @@ import grpc
 import uvicorn
 from flyteidl.service import auth_pb2_grpc
 
+from flytelite.admin.audit import AuditInterceptor, AuditLog
 from flytelite.admin.bootstrap import ensure_default_project
 from flytelite.admin.engine_clients import (
     AdminLaunchPlanExecutor,
@@ -187,6 +188,7 @@ class FlyteliteServer:
             # any other.
             interceptors=[*([TracingInterceptor(ctx.tracing)] if ctx.tracing.enabled else []),
                           MetricsInterceptor(ctx.metrics),
+                          AuditInterceptor(AuditLog(ctx), ctx.auth.identify if ctx.auth is not None else None),
                           *([AuthInterceptor(ctx.auth)] if ctx.auth is not None else []),
                           ErrorInterceptor(), MessageLimitInterceptor(cfg.grpc)],
             options=[*server_options(cfg.grpc), *KEEPALIVE_OPTIONS],

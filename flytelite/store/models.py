@@ -353,3 +353,23 @@ class MatchableAttribute(Base):
     # flyteidl.admin.MatchingAttributes.
     attributes_pb: Mapped[bytes] = mapped_column(LargeBinary)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class AuditEvent(Base):
+    """One call that changed something, or tried to (admin/audit.py): who, from where, what, and how it ended."""
+
+    __tablename__ = "audit_events"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    # The token's subject and client ("" without authentication, or when the call had no valid token).
+    identity: Mapped[str] = mapped_column(String(255))
+    client_id: Mapped[str] = mapped_column(String(255))
+    address: Mapped[str] = mapped_column(String(255))
+    # The RPC (CreateExecution, SetSignal, ...) and what it named.
+    action: Mapped[str] = mapped_column(String(64))
+    project: Mapped[str] = mapped_column(String(255))
+    domain: Mapped[str] = mapped_column(String(255))
+    resource: Mapped[str] = mapped_column(String(1024))
+    # OK, or the gRPC status code's name, with the error's message.
+    outcome: Mapped[str] = mapped_column(String(32))
+    message: Mapped[str] = mapped_column(Text)
