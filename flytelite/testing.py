@@ -103,7 +103,7 @@ class RunningServer:
         self.proc = None
         raise RuntimeError(f"flytelite did not become healthy in {timeout}s (stopped):\n{_log_tail(self.log_path)}")
 
-    def stop(self, sig: int = 15, timeout: float = 20) -> int:
+    def stop(self, sig: int = 15, timeout: float = 60) -> int:
         if self.proc is None:
             return 0
         self.proc.send_signal(sig)
