@@ -5,8 +5,8 @@ the console's audit page.
 Audited: registering tasks, workflows and launch plans, activating launch plans, creating, relaunching,
 recovering, terminating and updating executions, setting signals (approving or rejecting a gate), projects, and
 matchable attributes; over gRPC (AuditInterceptor), REST and the console's actions (`AuditLog.record` from their
-endpoints). Reads are not audited. A call's own failure never depends on its audit entry: a failed write is
-logged and the call's answer stands.
+endpoints). Reads are not audited; retention removes old events (flytelite/retention.py). A call's answer never
+depends on its audit entry: a failed write is logged and the answer stands.
 """
 
 from __future__ import annotations
@@ -20,11 +20,10 @@ from typing import Any
 import grpc
 from google.protobuf import descriptor_pool, message_factory
 from google.protobuf.message import DecodeError, Message
-from sqlalchemy import delete, select
+from sqlalchemy import select
 
 from flytelite.context import Context
 from flytelite.store.models import AuditEvent
-from flytelite.store.statements import changed_rows
 
 log = logging.getLogger(__name__)
 
@@ -123,11 +122,6 @@ class AuditLog:
         with self.ctx.db.session() as s:
             return list(s.scalars(query))
 
-    def forget_before(self, cutoff) -> int:
-        """Remove events older than `cutoff` (retention); how many went."""
-        with self.ctx.db.session() as s:
-            return changed_rows(s, delete(AuditEvent).where(AuditEvent.at < cutoff))
-
 
 class AuditInterceptor(grpc.ServerInterceptor):
     """Records the audited calls over gRPC. Outside authentication, so calls it refuses are recorded too."""
@@ -142,7 +136,6 @@ class AuditInterceptor(grpc.ServerInterceptor):
             return handler
         metadata = {k.lower(): v for k, v in (handler_call_details.invocation_metadata or ()) if isinstance(v, str)}
         behavior, audit, identify = handler.unary_unary, self.audit, self.identify
-
         request_type = _request_type(handler_call_details.method)
 
         def audited(request, context: grpc.ServicerContext):
