@@ -11,6 +11,7 @@ depends on its audit entry: a failed write is logged and the answer stands.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -159,6 +160,7 @@ class AuditInterceptor(grpc.ServerInterceptor):
         return handler._replace(unary_unary=audited)
 
 
+@functools.cache
 def _request_type(method: str) -> type[Message] | None:
     """The request message class of a gRPC method path (/flyteidl.service.AdminService/CreateExecution)."""
     try:
