@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from flytelite.config import Config
 from flytelite.idl.times import Clock
@@ -16,6 +17,24 @@ from flytelite.tracing import Tracing
 
 if TYPE_CHECKING:
     from flytelite.auth.setup import Auth
+
+
+class Caller(Protocol):
+    """The signed-in caller of the API call being served (flytelite/auth/roles.py sets it)."""
+
+    @property
+    def name(self) -> str:
+        """Who executions it creates record as their creator (ExecutionMetadata.principal)."""
+
+    def may_view(self, project: str) -> bool:
+        """Whether lists may show it this project."""
+
+    def allows(self, permission: str, project: str, domain: str) -> bool:
+        """Whether its roles give it `permission` (view, launch, register, admin) in the project and domain."""
+
+
+# The caller of the call this thread serves; None without authentication.
+CALLER: ContextVar[Caller | None] = ContextVar("flytelite_caller", default=None)
 
 
 class ExecutionKey(NamedTuple):

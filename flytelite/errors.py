@@ -52,6 +52,13 @@ class Unauthenticated(FlyteliteError):
     http_status = 401
 
 
+class PermissionDenied(FlyteliteError):
+    """A caller known to the server whose roles do not allow what it asked."""
+
+    grpc_code = "PERMISSION_DENIED"
+    http_status = 403
+
+
 # What an error message may carry to a client. A value a client sent can be huge (a 1 MB name); echoed whole,
 # the gRPC status message overflows the client's metadata limit (8 KiB soft, 16 KiB hard) and the client sees
 # RESOURCE_EXHAUSTED instead of the real error. So any long run of text is elided in the middle, and the whole

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kubernetes import client
 from kubernetes import config as kube_config
 from kubernetes.client.exceptions import ApiException
@@ -44,19 +46,20 @@ class NamespacedSecret:
     """One Secret flytelite writes into each namespace that needs it, once per process: created, or replaced
     when one of its name exists (its value may have changed since). Never read back."""
 
-    def __init__(self, api: client.CoreV1Api, name: str, data: dict[str, str]):
-        self.api, self.name = api, name
-        self._body = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "stringData": data,
-                      "metadata": {"name": name, "labels": {MANAGED_LABEL: "true"}}}
+    def __init__(self, api: client.CoreV1Api, name: str, data: Callable[[str], dict[str, str]]):
+        self.api, self.name, self.data = api, name, data
         self._written: set[str] = set()
 
     def ensure(self, namespace: str) -> None:
+        """Written with `data(namespace)`."""
         if namespace in self._written:
             return
+        body = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "stringData": self.data(namespace),
+                "metadata": {"name": self.name, "labels": {MANAGED_LABEL: "true"}}}
         try:
-            self.api.create_namespaced_secret(namespace, self._body)
+            self.api.create_namespaced_secret(namespace, body)
         except ApiException as e:
             if e.status != 409:
                 raise
-            self.api.replace_namespaced_secret(self.name, namespace, self._body)
+            self.api.replace_namespaced_secret(self.name, namespace, body)
         self._written.add(namespace)

@@ -194,3 +194,13 @@ def _require_id(ident) -> None:
     missing = [f for f in ("project", "domain", "name") if not getattr(ident, f)]
     if missing:
         raise InvalidArgument(f"execution id is missing {', '.join(missing)}")
+
+
+def running_creator(ctx: Context, project: str, domain: str, name: str) -> str | None:
+    """Who created a running execution ("" when no one signed in did: a schedule, a server without
+    authentication); None when it does not exist or has finished (its tasks get no more tokens)."""
+    with ctx.db.session() as s:
+        row = s.get(Execution, (project, domain, name))
+        if row is None or row.phase in WORKFLOW_TERMINAL:
+            return None
+        return execution_pb2.ExecutionSpec.FromString(row.spec_pb).metadata.principal

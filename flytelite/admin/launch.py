@@ -33,7 +33,7 @@ from flytelite.admin.entity_common import (
 )
 from flytelite.admin.inputs import resolve_inputs
 from flytelite.admin.single_task import ensure_single_task_launch_plan
-from flytelite.context import Context, ExecutionKey
+from flytelite.context import CALLER, Context, ExecutionKey
 from flytelite.errors import (
     AlreadyExists,
     ConcurrencyLimitReached,
@@ -188,7 +188,11 @@ def _parent_node_execution(session, spec: execution_pb2.ExecutionSpec) -> tuple[
 
 
 def _principal(spec: execution_pb2.ExecutionSpec) -> str:
-    # flytelite has no authentication: keep what the client says unless it is flytekit's stand-in.
+    """The signed-in caller, as FlyteAdmin records its identity; without authentication, what the client says
+    unless it is flytekit's stand-in."""
+    caller = CALLER.get()
+    if caller is not None:
+        return caller.name
     principal = spec.metadata.principal
     return "" if principal == _CLIENT_PLACEHOLDER_PRINCIPAL else principal
 

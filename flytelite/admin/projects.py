@@ -16,7 +16,7 @@ from flytelite.admin import filters
 from flytelite.admin.entity_common import require_project
 from flytelite.admin.filters import Field, enum_value, parse_time
 from flytelite.config import DEFAULT_DOMAINS
-from flytelite.context import Context
+from flytelite.context import CALLER, Context
 from flytelite.errors import AlreadyExists, InvalidArgument
 from flytelite.store import entities
 from flytelite.store.models import Project
@@ -102,6 +102,10 @@ class ProjectsApi:
             else:
                 # As FlyteAdmin: without filters, only active projects are listed.
                 query = query.where(Project.state == project_pb2.Project.ACTIVE)
+            caller = CALLER.get()
+            if caller is not None:
+                ids = session.scalars(select(Project.identifier)).all()
+                query = query.where(Project.identifier.in_([i for i in ids if caller.may_view(i)]))
             if request.HasField("sort_by") and request.sort_by.key:
                 query = filters.apply_sort(query, request.sort_by, PROJECT_FIELDS, default=Project.identifier)
             query = query.order_by(Project.identifier.asc())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import grpc
 from flyteidl.service import auth_pb2, auth_pb2_grpc
 
+from flytelite.auth.roles import request_target, rpc_permission, serve_as
 from flytelite.auth.setup import Auth
 from flytelite.errors import Unauthenticated
 
@@ -63,3 +64,28 @@ class AuthInterceptor(grpc.ServerInterceptor):
             return handler._replace(**{kind: refuse for kind in ("unary_unary", "unary_stream", "stream_unary",
                                                                  "stream_stream") if getattr(handler, kind)})
         return continuation(handler_call_details)
+
+
+class AuthorizationInterceptor(grpc.ServerInterceptor):
+    """Checks each call against the caller's roles (auth/roles.py) and serves it as that caller (CALLER).
+
+    Inside the error boundary, so requests arrive parsed and a refusal is answered PERMISSION_DENIED.
+    """
+
+    def __init__(self, auth: Auth):
+        self.auth = auth
+
+    def intercept_service(self, continuation, handler_call_details):
+        handler = continuation(handler_call_details)
+        method = handler_call_details.method
+        if handler is None or handler.unary_unary is None or method.startswith(OPEN_SERVICES):
+            return handler
+        needs = rpc_permission(method.rsplit("/", 1)[-1])
+        metadata = {k.lower(): v for k, v in (handler_call_details.invocation_metadata or ()) if isinstance(v, str)}
+        identity = self.auth.identity_in(metadata)
+        authorizer, behavior = self.auth.authorizer, handler.unary_unary
+
+        def authorized(request, context):
+            return serve_as(authorizer, identity, needs, request_target(request), lambda: behavior(request, context))
+
+        return handler._replace(unary_unary=authorized)

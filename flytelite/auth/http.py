@@ -37,6 +37,8 @@ LOGIN_SECONDS = 10 * 60
 # URL's is).
 OPEN_PATHS = ("/healthz", "/metrics", "/favicon.ico", "/.well-known/", "/config/v1/flyte_client", "/oauth2/", "/login",
               "/callback", "/logout", "/console/static/", UPLOAD_ROUTE + "/", DOWNLOAD_ROUTE + "/")
+# Where the middleware leaves the identity of a request's valid token, for the routes to authorize it.
+IDENTITY = "flytelite.identity"
 # Where a browser without a valid cookie is sent to sign in rather than answered 401.
 BROWSER_PATHS = ("/console", "/logs/", "/k8s/logs/")
 
@@ -198,7 +200,7 @@ class AuthMiddleware:
             if not token:
                 raise Unauthenticated(f"{request.url.path} needs a bearer token (Authorization header) or a "
                                       f"console sign-in")
-            self.auth.tokens.identity(token)
+            scope[IDENTITY] = self.auth.tokens.identity(token)
         except Unauthenticated as exc:
             path = scope["path"]
             if request.method in ("GET", "HEAD") and (path == "/" or path.startswith(BROWSER_PATHS)):

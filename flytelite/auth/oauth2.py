@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote_plus, urlencode, urlsplit
 
 from flytelite.auth.secrets import check_hash_format, verify_secret
+from flytelite.auth.task_clients import TaskClients
 from flytelite.auth.tokens import ACCESS, CODE, REFRESH, SESSION, TokenIssuer
 from flytelite.config.auth import CONSOLE_CLIENT_ID, AuthConfig, ClientConfig
 from flytelite.errors import Unauthenticated
@@ -43,9 +44,9 @@ class AuthorizeRequest:
 
 
 class AuthorizationServer:
-    def __init__(self, config: AuthConfig, tokens: TokenIssuer, task_client_secret: str):
-        self.config, self.tokens = config, tokens
-        self._task_secret = task_client_secret
+    def __init__(self, config: AuthConfig, tokens: TokenIssuer, tasks: TaskClients):
+        self.config, self.tokens, self.tasks = config, tokens, tasks
+        self._task_secret = tasks.secret
         self.clients: dict[str, ClientConfig] = dict(config.clients)
         pc = config.public_client
         self.clients.setdefault(pc.client_id, ClientConfig(redirect_uris=[pc.redirect_uri], scopes=list(pc.scopes)))
@@ -90,6 +91,9 @@ class AuthorizationServer:
         grant = form.get("grant_type", "")
         client_id, secret = basic if basic else (form.get("client_id", ""), form.get("client_secret", ""))
         if grant == "client_credentials":
+            execution = self.tasks.execution_of(client_id)
+            if execution is not None:
+                return self._task_token(client_id, execution, secret, form.get("scope", ""))
             self._authenticate_client(client_id, secret, required=True)
             return self._issue(client_id, client_id, self._scopes(client_id, form.get("scope", "")), grant)
         if grant == "authorization_code":
@@ -105,9 +109,22 @@ class AuthorizationServer:
         raise OAuthError("unsupported_grant_type", f"grant_type must be one of {', '.join(GRANT_TYPES)}, "
                                                    f"not {grant!r}")
 
+    def _task_token(self, client_id: str, execution: tuple[str, str, str], secret: str, scope: str) -> dict:
+        """A token for a task of `execution`: for its creator, limited to its project."""
+        if not self.tasks.authenticate(execution, _candidates(secret)):
+            raise OAuthError("invalid_client", f"wrong secret for client {client_id}", 401)
+        creator = self.tasks.creator_of(*execution)
+        if creator is None:
+            raise OAuthError("invalid_client", f"client {client_id} names no execution of this server", 401)
+        scopes = tuple(s for s in scope.split() or ["all"] if s in ("all", "offline"))
+        if "all" not in scopes:
+            raise OAuthError("invalid_scope", f"client {client_id} asked for {scope!r}; the API needs scope 'all'")
+        subject = creator or self.config.task_client_id
+        kind = "client" if subject in self.clients or subject == self.config.task_client_id else "user"
+        return self._issue(subject, client_id, scopes, "client_credentials", knd=kind, prj=execution[0])
+
     def _authenticate_client(self, client_id: str, secret: str, required: bool) -> None:
-        # RFC 6749 2.3.1 form-encodes the secret in Basic auth (flytekit does); many clients do not.
-        candidates = {secret, unquote_plus(secret)}
+        candidates = _candidates(secret)
         if client_id == self.config.task_client_id:
             if not any(hmac.compare_digest(c.encode(), self._task_secret.encode()) for c in candidates):
                 raise OAuthError("invalid_client", f"wrong secret for client {client_id}", 401)
@@ -150,10 +167,11 @@ class AuthorizationServer:
             raise OAuthError("invalid_grant", "code_verifier does not match the code_challenge (PKCE)")
         return self._issue(claims["sub"], client_id, tuple(claims.get("scp", "").split()), "authorization_code")
 
-    def _issue(self, subject: str, client_id: str, scopes: tuple[str, ...], grant: str) -> dict:
+    def _issue(self, subject: str, client_id: str, scopes: tuple[str, ...], grant: str, **claims) -> dict:
         cfg = self.config
         scope = " ".join(scopes)
-        answer = {"access_token": self.tokens.sign(ACCESS, subject, client_id, cfg.access_token_seconds, scp=scope),
+        answer = {"access_token": self.tokens.sign(ACCESS, subject, client_id, cfg.access_token_seconds, scp=scope,
+                                                   **claims),
                   "token_type": "Bearer", "expires_in": cfg.access_token_seconds, "scope": scope}
         log.info("issued an access token to %s (client %s) by the %s grant", subject, client_id, grant)
         # No refresh token for client credentials (RFC 6749 4.4.3): the client asks again with its secret.
@@ -215,6 +233,12 @@ class AuthorizationServer:
             return self.tokens.verify(session, SESSION)["sub"]
         except Unauthenticated:
             return None
+
+
+def _candidates(secret: str) -> set[str]:
+    """A client's secret as sent, and form-decoded: RFC 6749 2.3.1 form-encodes it in Basic auth (flytekit
+    does); many clients do not."""
+    return {secret, unquote_plus(secret)}
 
 
 def pkce_challenge(verifier: str) -> str:

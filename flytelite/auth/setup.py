@@ -8,8 +8,10 @@ from pathlib import Path
 
 from flytelite.auth.keys import SigningKey, load_or_create, write_private
 from flytelite.auth.oauth2 import AuthorizationServer
+from flytelite.auth.roles import Authorizer
 from flytelite.auth.secrets import new_secret
-from flytelite.auth.tokens import TokenIssuer, bearer_token
+from flytelite.auth.task_clients import TaskClients
+from flytelite.auth.tokens import Identity, TokenIssuer, bearer_token
 from flytelite.config.auth import AuthConfig
 from flytelite.errors import Unauthenticated
 
@@ -25,15 +27,21 @@ class Auth:
     # The file holding the task client's secret (handed to local task processes by path).
     task_secret_file: Path
     task_secret: str
+    authorizer: Authorizer
+    tasks: TaskClients
 
-    def identify(self, metadata: Mapping[str, str], cookie_token: str = "") -> tuple[str, str]:
-        """(subject, client id) of the valid token in a call's metadata (lower-case keys), else of the console's
-        cookie token; ("", "") when there is none (the audit trail's "who")."""
+    def identity_in(self, metadata: Mapping[str, str], cookie_token: str = "") -> Identity | None:
+        """Who the valid token in a call's metadata (lower-case keys), else the console's cookie token, speaks
+        for; None when there is none."""
         token = self.token_in(metadata) or cookie_token
         try:
-            identity = self.tokens.identity(token) if token else None
+            return self.tokens.identity(token) if token else None
         except Unauthenticated:
-            return "", ""
+            return None
+
+    def identify(self, metadata: Mapping[str, str], cookie_token: str = "") -> tuple[str, str]:
+        """(subject, client id) of identity_in(...), ("", "") for none (the audit trail's "who")."""
+        identity = self.identity_in(metadata, cookie_token)
         return (identity.subject, identity.client_id) if identity is not None else ("", "")
 
     def token_in(self, metadata: Mapping[str, str]) -> str:
@@ -46,8 +54,10 @@ class Auth:
         return ""
 
 
-def build_auth(config: AuthConfig, home: Path, public_url: Callable[[], str]) -> Auth | None:
-    """Auth for this process, or None when the configuration leaves it off."""
+def build_auth(config: AuthConfig, home: Path, public_url: Callable[[], str],
+               task_namespace: Callable[[str, str], str] | None = None) -> Auth | None:
+    """Auth for this process, or None when the configuration leaves it off; `task_namespace` names the
+    namespace of a project and domain when tasks run as pods."""
     if not config.enabled:
         return None
     auth_dir = home / "auth"
@@ -64,5 +74,6 @@ def build_auth(config: AuthConfig, home: Path, public_url: Callable[[], str]) ->
             pass
     secret = secret_path.read_text().strip()
     tokens = TokenIssuer(key, lambda: config.issuer or public_url())
-    return Auth(config=config, key=key, tokens=tokens, server=AuthorizationServer(config, tokens, secret),
-                task_secret_file=secret_path, task_secret=secret)
+    tasks = TaskClients(config.task_client_id, secret, task_namespace)
+    return Auth(config=config, key=key, tokens=tokens, server=AuthorizationServer(config, tokens, tasks),
+                task_secret_file=secret_path, task_secret=secret, authorizer=Authorizer(config), tasks=tasks)

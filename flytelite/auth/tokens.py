@@ -18,6 +18,8 @@ from flytelite.auth.keys import SigningKey
 from flytelite.errors import Unauthenticated
 
 ACCESS, REFRESH, CODE, SESSION, LOGIN = "access", "refresh", "code", "session", "login"
+# Verified access tokens remembered (each call of a client carries the same one until it expires).
+SEEN_TOKENS = 4096
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,12 @@ class Identity:
     subject: str
     client_id: str
     scopes: tuple[str, ...]
+    # "user" (signed in through a browser) or "client" (its own client credentials): which grants apply.
+    kind: str = "user"
+    # Groups the identity provider put in the token (`groups` claim).
+    groups: tuple[str, ...] = ()
+    # The one project a task's token may reach; "" for any.
+    project: str = ""
 
 
 class TokenIssuer:
@@ -34,6 +42,7 @@ class TokenIssuer:
         self._key = key
         self._issuer = issuer  # read per token: the public URL is known only once the port is bound
         self._clock = clock
+        self._seen: dict[str, tuple[Identity, int]] = {}
 
     @property
     def issuer(self) -> str:
@@ -64,12 +73,25 @@ class TokenIssuer:
         return claims
 
     def identity(self, access_token: str) -> Identity:
+        """Who a valid access token speaks for; a token verified before is looked up, not verified again."""
+        seen = self._seen.get(access_token)
+        if seen is not None and seen[1] > self._clock():
+            return seen[0]
         claims = self.verify(access_token, ACCESS)
         scopes = tuple(str(claims.get("scp", "")).split())
         if "all" not in scopes:
             # FlyteAdmin's BlanketAuthorization: every API call needs the "all" scope.
             raise Unauthenticated(f"the access token of {claims['sub']} lacks the 'all' scope the API requires")
-        return Identity(subject=claims["sub"], client_id=str(claims.get("client_id", "")), scopes=scopes)
+        client_id = str(claims.get("client_id", ""))
+        groups = claims.get("groups") or ()
+        identity = Identity(subject=claims["sub"], client_id=client_id, scopes=scopes,
+                            kind=str(claims.get("knd") or ("client" if claims["sub"] == client_id else "user")),
+                            groups=tuple(str(g) for g in groups) if isinstance(groups, list) else (),
+                            project=str(claims.get("prj", "")))
+        if len(self._seen) >= SEEN_TOKENS:
+            self._seen.clear()
+        self._seen[access_token] = (identity, claims["exp"])
+        return identity
 
 
 def bearer_token(value: str | None) -> str:

@@ -41,6 +41,32 @@ class PublicClientConfig:
     audience: str = ""
 
 
+ROLES = ("viewer", "launcher", "registrar", "admin")
+
+
+@dataclass
+class RoleGrant:
+    """One role granted to users, OAuth2 clients and groups in the projects and domains named (fnmatch
+    patterns: "*" is every one)."""
+
+    role: str = ""
+    users: list[str] = field(default_factory=list)
+    clients: list[str] = field(default_factory=list)
+    groups: list[str] = field(default_factory=list)
+    projects: list[str] = field(default_factory=lambda: ["*"])
+    domains: list[str] = field(default_factory=lambda: ["*"])
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"auth.roles: role must be one of {', '.join(ROLES)}, not {self.role!r}")
+        if not (self.users or self.clients or self.groups):
+            raise ValueError(f"auth.roles: the {self.role} grant names no users, clients or groups")
+        for what in ("users", "clients", "groups", "projects", "domains"):
+            value = getattr(self, what)
+            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+                raise ValueError(f"auth.roles: {what} of the {self.role} grant must be a list of names")
+
+
 @dataclass
 class AuthConfig:
     # On when the configuration has an `auth:` block (unless it says enabled: false).
@@ -64,10 +90,17 @@ class AuthConfig:
     task_client_secret_file: str = ""
     # gRPC metadata key flytekit sends the token under (GetPublicClientConfig.authorization_metadata_key).
     header_key: str = HEADER_KEY
+    # Roles per project and domain. None configured: every signed-in caller may do everything (FlyteAdmin's
+    # BlanketAuthorization).
+    roles: list[RoleGrant] = field(default_factory=list)
+    # Groups of the users above (name -> members); a token's `groups` claim adds the identity provider's.
+    groups: dict[str, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.clients = {k: v if isinstance(v, ClientConfig) else ClientConfig(**(v or {}))
                         for k, v in (self.clients or {}).items()}
+        self.roles = [g if isinstance(g, RoleGrant) else RoleGrant(**(g or {})) for g in (self.roles or [])]
+        self.groups = {str(k): list(v or []) for k, v in (self.groups or {}).items()}
         if isinstance(self.public_client, dict):
             self.public_client = PublicClientConfig(**self.public_client)
         for what in ("access_token_seconds", "refresh_token_seconds", "authorization_code_seconds"):

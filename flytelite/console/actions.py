@@ -20,6 +20,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from flytelite.auth.http import IDENTITY
+from flytelite.auth.roles import Authorizer, rpc_permission, serve_as
 from flytelite.console.forms import literal_from_text
 from flytelite.console.layout import execution_url
 from flytelite.console.rest import HttpAudit, code_name, error_response
@@ -95,16 +97,21 @@ def signal_type_reader(signals):
     return read
 
 
-def json_action(what: str, action, rpc: str, audit: HttpAudit | None = None):
+def json_action(what: str, action, rpc: str, audit: HttpAudit | None = None, authorizer: Authorizer | None = None):
     """A POST endpoint that runs `action(form)` in a worker thread and answers JSON; the `rpc` it makes is
-    recorded with `audit`."""
+    recorded with `audit`, and checked against the caller's roles with `authorizer`."""
     async def endpoint(request: Request) -> Response:
         form: object = None
         try:
             form = json.loads(await request.body() or b"{}")
             if not isinstance(form, dict):
                 raise InvalidArgument("the form must be a JSON object")
-            result = await run_in_threadpool(action, form)
+            if authorizer is None:
+                result = await run_in_threadpool(action, form)
+            else:
+                result = await run_in_threadpool(serve_as, authorizer, request.scope.get(IDENTITY),
+                                                 rpc_permission(rpc),
+                                                 _named(form)[:2], lambda: action(form))
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
             return error_response(InvalidArgument(f"the form is not JSON in UTF-8 (nested at most a few hundred "
                                                   f"levels): {type(exc).__name__}: {exc}"), what)

@@ -19,11 +19,12 @@ from starlette.staticfiles import StaticFiles
 from flytelite.admin.audit import AuditLog, Caller
 from flytelite.admin.dataproxy import signed_blobs
 from flytelite.admin.grpc_services import servicers
-from flytelite.auth.http import ACCESS_COOKIE, AuthMiddleware, auth_routes
+from flytelite.auth.http import ACCESS_COOKIE, IDENTITY, AuthMiddleware, auth_routes
+from flytelite.auth.roles import Authorizer, Permission, serve_as
 from flytelite.console import actions, entity_pages, list_pages, views
 from flytelite.console.execution_page import execution_page
 from flytelite.console.layout import DEFAULT_DOMAIN, esc, layout, not_found_page
-from flytelite.console.logs import log_endpoint
+from flytelite.console.logs import log_endpoint, log_owners
 from flytelite.console.rest import rest_routes, unknown_api
 from flytelite.console.transfer import Transfers
 from flytelite.context import Context
@@ -50,13 +51,24 @@ def build_app(ctx: Context) -> Starlette:
     def metrics(_request: Request) -> Response:
         return Response(ctx.metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
 
-    def page(render):
-        """A page handler: render(request, project, domain) -> HTML; flytelite errors become error pages."""
+    auth = ctx.auth
+    authorizer = auth.authorizer if auth is not None else None
+
+    def page(render, needs: Permission = Permission.VIEW):
+        """A page handler: render(request, project, domain) -> HTML, for a caller with permission `needs` in the
+        project and domain of its path (every project when it names none; signed in is enough for the list of
+        projects); flytelite errors become error pages."""
         def handler(request: Request) -> Response:
             p = request.path_params
+            project = p.get("project", "")
             domain = p.get("domain") or request.query_params.get("domain") or DEFAULT_DOMAIN
             try:
-                return HTMLResponse(render(request, p.get("project", ""), domain))
+                if authorizer is None:
+                    return HTMLResponse(render(request, project, domain))
+                listing = needs == Permission.VIEW and not project  # the projects page lists what one may see
+                return HTMLResponse(serve_as(authorizer, request.scope.get(IDENTITY), None if listing else needs,
+                                             (project, domain if project else ""),
+                                             lambda: render(request, project, domain)))
             except NotFound as exc:
                 return HTMLResponse(not_found_page(client_message(str(exc))), status_code=404)
             except FlyteliteError as exc:
@@ -85,8 +97,25 @@ def build_app(ctx: Context) -> Starlette:
     def unknown(request: Request) -> Response:
         return HTMLResponse(not_found_page(f"The console has no page at {request.url.path}."), status_code=404)
 
+    def guarded(endpoint, owners):
+        """`endpoint` for a caller who may view every (project, domain) `owners(request)` names (administer
+        every project when it names none)."""
+        if authorizer is None:
+            return endpoint
+
+        def serve(request: Request) -> Response:
+            targets = owners(request) or [("", "")]
+            try:
+                for target in targets[1:]:
+                    serve_as(authorizer, request.scope.get(IDENTITY), Permission.VIEW, target, lambda: None)
+                return serve_as(authorizer, request.scope.get(IDENTITY),
+                                Permission.VIEW if targets[0][0] else Permission.ADMIN, targets[0],
+                                lambda: endpoint(request))
+            except FlyteliteError as exc:
+                return PlainTextResponse(client_message(str(exc)) + "\n", status_code=exc.http_status)
+        return serve
+
     base = "/console/projects/{project}"
-    auth = ctx.auth
     audit_log = AuditLog(ctx)
 
     def http_audit(request: Request, action: str, named: tuple[str, str, str], outcome: str, message: str) -> None:
@@ -99,14 +128,16 @@ def build_app(ctx: Context) -> Starlette:
         Route("/metrics", metrics),
         Route("/favicon.ico", lambda _r: Response(status_code=204)),
         Route("/", lambda _r: RedirectResponse("/console")),
-        *rest_routes(by_name, ctx.metrics, http_audit),
+        *rest_routes(by_name, ctx.metrics, http_audit, authorizer),
         Route("/api/{rest:path}", unknown_api, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
         Route("/console/api/launch", actions.json_action("launch", lambda form: actions.launch(admin, form),
-                                                         "CreateExecution", http_audit), methods=["POST"]),
+                                                         "CreateExecution", http_audit, authorizer), methods=["POST"]),
         Route("/console/api/signals", actions.json_action("set signal", lambda form: actions.set_signal_value(
-            signals, actions.signal_type_reader(signals), form), "SetSignal", http_audit), methods=["POST"]),
+            signals, actions.signal_type_reader(signals), form), "SetSignal", http_audit, authorizer),
+              methods=["POST"]),
         Mount("/console/static", StaticFiles(directory=STATIC), name="static"),
-        Route("/console/audit", page(lambda r, p, d: list_pages.audit_page(audit_log.events(limit=500)))),
+        Route("/console/audit", page(lambda r, p, d: list_pages.audit_page(audit_log.events(limit=500)),
+                                     needs=Permission.ADMIN)),
         Route("/console", page(lambda r, p, d: entity_pages.projects_page(admin))),
         Route("/console/", page(lambda r, p, d: entity_pages.projects_page(admin))),
         Route(base, page(lambda r, p, d: entity_pages.project_page(admin, p, d))),
@@ -118,8 +149,8 @@ def build_app(ctx: Context) -> Starlette:
         Route(base + "/{kind}", page(entity)),
         Route(base + "/{kind}/{name}", page(entity)),
         Route("/console/{rest:path}", unknown),
-        Route("/logs/{path:path}", log_endpoint(ctx)),
-        *_pod_log_routes(ctx),
+        Route("/logs/{path:path}", guarded(log_endpoint(ctx), lambda r: log_owners(r.path_params["path"]))),
+        *_pod_log_routes(ctx, authorizer),
         Route(UPLOAD_ROUTE + "/{token}", transfers.put, methods=["PUT"]),
         Route(DOWNLOAD_ROUTE + "/{token}/{filename:path}", transfers.get, methods=["GET"]),
     ])
@@ -146,13 +177,17 @@ class TracingMiddleware:
             await self.app(scope, receive, send)
 
 
-def _pod_log_routes(ctx: Context) -> list[Route]:
+def _pod_log_routes(ctx: Context, authorizer: Authorizer | None) -> list[Route]:
     """The pods' log links, when tasks run as pods (the kubernetes client is imported only then)."""
     if not ctx.config.uses_kubernetes:
         return []
     from flytelite.console.pod_logs import pod_log_endpoint
 
-    return [Route("/k8s/logs/{namespace}/{pod}", pod_log_endpoint(ctx.config.kubernetes))]
+    def may_view(request: Request, project: str, domain: str) -> None:
+        if authorizer is not None:
+            serve_as(authorizer, request.scope.get(IDENTITY), Permission.VIEW, (project, domain), lambda: None)
+
+    return [Route("/k8s/logs/{namespace}/{pod}", pod_log_endpoint(ctx.config.kubernetes, may_view))]
 
 
 def blob_link(ctx: Context, signed: SignedBlobs):

@@ -22,6 +22,7 @@ from flytelite.console.layout import (
     fmt_duration,
     fmt_time,
     layout,
+    may,
     phase_badge,
     project_url,
     table,
@@ -186,7 +187,8 @@ def _launch_plan_detail(admin, lp) -> str:
     lp_json = esc(json.dumps({"project": ident.project, "domain": ident.domain, "name": ident.name,
                               "version": ident.version}))
     toggle = (f"<button class='secondary' data-lp-state='{'INACTIVE' if active else 'ACTIVE'}' data-lp='{lp_json}'>"
-              f"{'Deactivate' if active else 'Activate'}</button><span class='lp-result'></span>")
+              f"{'Deactivate' if active else 'Activate'}</button><span class='lp-result'></span>"
+              if may("launch", ident.project, ident.domain) else "")
     wf = spec.workflow_id
     rows = [("State", phase_badge("ACTIVE" if active else "INACTIVE") + " " + toggle),
             ("Workflow", f"<a href='{esc(entity_url('workflow', wf.project, wf.domain, wf.name, wf.version))}'>"

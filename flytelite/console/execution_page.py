@@ -23,6 +23,7 @@ from flytelite.console.layout import (
     fmt_duration,
     fmt_time,
     layout,
+    may,
     phase_badge,
 )
 from flytelite.console.literals import HtmlFormatter, render_literal
@@ -71,7 +72,9 @@ def _summary(view: ExecutionView) -> str:
         ("Duration", fmt_duration(view.duration)),
     ])
     buttons = []
-    if view.running:
+    if not may("launch", view.project, view.domain):
+        pass  # the caller may only look
+    elif view.running:
         buttons.append("<button class='danger' data-action='terminate'>Terminate</button>")
     else:
         buttons.append("<button data-action='relaunch'>Relaunch</button>")
@@ -90,17 +93,20 @@ def _summary(view: ExecutionView) -> str:
 def _signals(view: ExecutionView) -> str:
     if not view.signals:
         return ""
-    rows = "".join(_signal_row(s, view.running) for s in view.signals)
+    settable = may("launch", view.project, view.domain)
+    rows = "".join(_signal_row(s, view.running, settable) for s in view.signals)
     return ("<h2>Signals</h2><table><tr><th>Signal</th><th>Type</th><th>Value</th></tr>" + rows + "</table>")
 
 
-def _signal_row(s: SignalView, running: bool) -> str:
+def _signal_row(s: SignalView, running: bool, settable: bool) -> str:
     type_text = type_to_str(s.type)
     attrs = f"data-signal='{esc(s.signal_id)}'"
     if s.value is not None:
         value = f"<pre>{esc(render_literal(s.value))}</pre>"
     elif not running:
         value = "<span class='muted'>never set</span>"
+    elif not settable:
+        value = "<span class='muted'>not set yet</span>"
     elif s.type.WhichOneof("type") == "simple" and widget_for(s.type).kind == "bool":
         value = ("<button data-signal-approve='true'>Approve</button> "
                  "<button class='danger' data-signal-approve='false'>Reject</button>")

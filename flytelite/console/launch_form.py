@@ -14,7 +14,7 @@ from flyteidl.core import interface_pb2, literals_pb2
 
 from flytelite.compiler import type_to_str
 from flytelite.console.forms import text_for_literal, widget_for
-from flytelite.console.layout import esc
+from flytelite.console.layout import esc, may
 from flytelite.console.literals import render_literal
 
 
@@ -39,6 +39,8 @@ def interface_table(variables: interface_pb2.VariableMap, title: str,
 
 def launch_form(kind: str, project: str, domain: str, name: str, version: str,
                 params: interface_pb2.ParameterMap, fixed: literals_pb2.LiteralMap | None = None) -> str:
+    if not may("launch", project, domain):
+        return ""
     target = json.dumps({"kind": kind, "project": project, "domain": domain, "name": name, "version": version})
     fields = []
     for input_name in sorted(params.parameters):

@@ -14,6 +14,7 @@ from urllib.parse import quote, urlencode
 
 from flytelite.console.literals import HtmlFormatter, render_literal_map
 from flytelite.console.views import Data
+from flytelite.context import CALLER
 
 esc = html.escape
 LinkFor = Callable[[str], "str | None"]
@@ -23,6 +24,13 @@ OK_PHASES = frozenset({"SUCCEEDED", "RECOVERED", "SUCCESS"})
 BAD_PHASES = frozenset({"FAILED", "FAILING", "ABORTED", "TIMED_OUT", "ABORTING", "TIMING_OUT"})
 RUN_PHASES = frozenset({"QUEUED", "RUNNING", "SUCCEEDING", "DYNAMIC_RUNNING", "INITIALIZING",
                         "WAITING_FOR_RESOURCES", "RETRYABLE_FAILURE", "UNDEFINED_RUNNING"})
+
+
+def may(permission: str, project: str, domain: str) -> bool:
+    """Whether the signed-in viewer of the page may take actions needing `permission` (launch, register, ...)
+    there: pages show only the actions one may take. Always, without authentication."""
+    caller = CALLER.get()
+    return caller is None or caller.allows(permission, project, domain)
 
 
 def layout(title: str, body: str, project: str = "", domain: str = "") -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
 
+from flytelite.config import DEFAULT_DOMAINS
 from flytelite.context import Context
 from flytelite.errors import client_message
 
@@ -33,6 +34,15 @@ def resolve_log(logs_dir: Path, relative: str) -> Path | None:
     except (ValueError, OSError):
         return None
     return target
+
+
+def log_owners(relative: str) -> list[tuple[str, str]]:
+    """The (project, domain) pairs an attempt's log may belong to: its folder is named
+    `<project>-<domain>-<execution>`, and a project's name may itself hold a domain's; [] for the server's own
+    logs (agents, zygotes)."""
+    folder = relative.split("/", 1)[0]
+    return [(folder[:i], domain) for domain in DEFAULT_DOMAINS
+            for i in range(len(folder)) if folder.startswith(f"-{domain}-", i) and i > 0]
 
 
 def log_endpoint(ctx: Context):

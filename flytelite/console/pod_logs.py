@@ -8,18 +8,22 @@ apiserver's follow), so the log is live; once it ended, the whole log. Only pods
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from kubernetes.client.exceptions import ApiException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
 from flytelite.config import KubernetesConfig
+from flytelite.errors import FlyteliteError, client_message
 from flytelite.kubeclient import MANAGED_LABEL, core_api
 
 CHUNK_BYTES = 64 * 1024
 
 
-def pod_log_endpoint(cfg: KubernetesConfig):
+def pod_log_endpoint(cfg: KubernetesConfig, may_view: Callable[[Request, str, str], None]):
+    """The endpoint; `may_view(request, project, domain)` raises a flytelite error unless the caller may see the
+    pod's project and domain (its labels)."""
     api = None
 
     def serve(request: Request) -> Response:
@@ -37,6 +41,11 @@ def pod_log_endpoint(cfg: KubernetesConfig):
         meta = pod.get("metadata") or {}
         if (meta.get("labels") or {}).get(MANAGED_LABEL) != "true":
             return PlainTextResponse(f"pod {namespace}/{name} is not a flytelite task pod\n", status_code=404)
+        labels = meta.get("labels") or {}
+        try:
+            may_view(request, labels.get("project", ""), labels.get("domain", ""))
+        except FlyteliteError as exc:
+            return PlainTextResponse(client_message(str(exc)) + "\n", status_code=exc.http_status)
         container = (meta.get("annotations") or {}).get("primary_container_name")
         phase = (pod.get("status") or {}).get("phase", "Pending")
         if phase == "Pending":

@@ -30,6 +30,8 @@ from starlette.routing import Route
 
 from flytelite.admin.audit import AUDITED, describe, describe_call
 from flytelite.admin.grpc_services import GRPC_SERVICES
+from flytelite.auth.http import IDENTITY
+from flytelite.auth.roles import Authorizer, request_target, rpc_permission, serve_as
 from flytelite.errors import FlyteliteError, InvalidArgument, NotFound, Unimplemented, client_message
 from flytelite.metrics import Metrics, rpc_prefix
 
@@ -37,8 +39,8 @@ log = logging.getLogger(__name__)
 
 PROTOBUF = "application/octet-stream"
 # grpc.StatusCode numbers, for the `code` field of error bodies (grpc-gateway's shape).
-_GRPC_CODES = {"INVALID_ARGUMENT": 3, "NOT_FOUND": 5, "ALREADY_EXISTS": 6, "FAILED_PRECONDITION": 9,
-               "UNIMPLEMENTED": 12, "INTERNAL": 13, "UNAUTHENTICATED": 16}
+_GRPC_CODES = {"INVALID_ARGUMENT": 3, "NOT_FOUND": 5, "ALREADY_EXISTS": 6, "PERMISSION_DENIED": 7,
+               "FAILED_PRECONDITION": 9, "UNIMPLEMENTED": 12, "INTERNAL": 13, "UNAUTHENTICATED": 16}
 _FD = descriptor.FieldDescriptor
 # The google.api.http method option. googleapis-common-protos' stubs type it as a plain FieldDescriptor,
 # where types-protobuf's Extensions want an extension's own type: Any bridges the two stubs.
@@ -232,18 +234,24 @@ HttpAudit = Callable[[Request, str, tuple[str, str, str], str, str], None]
 
 
 def _endpoint(route: RestRoute, call: Callable[[Message, RestContext], Message], metrics: Metrics | None,
-              audit: HttpAudit | None):
+              audit: HttpAudit | None, authorizer: Authorizer | None):
     what = f"{route.method} {route.template} ({route.service}.{route.rpc})"
     # Counted as the RPC's gRPC calls are, as FlyteAdmin's gateway calls them over gRPC.
     prefix = rpc_prefix(f"/flyteidl.service.{route.service}/{route.rpc}")
     audit = audit if route.rpc in AUDITED else None
+    needs = rpc_permission(route.rpc)
 
     async def endpoint(request: Request) -> Response:
         start = time.perf_counter()
         msg = None
         try:
             msg = await build_request(route, request)
-            reply = await run_in_threadpool(call, msg, RestContext(request.headers))
+            context = RestContext(request.headers)
+            if authorizer is None:
+                reply = await run_in_threadpool(call, msg, context)
+            else:
+                reply = await run_in_threadpool(serve_as, authorizer, request.scope.get(IDENTITY), needs,
+                                                request_target(msg), lambda: call(msg, context))
         except Exception as exc:  # noqa: BLE001 - the API edge: every failure becomes a JSON error
             response = error_response(exc, what)
             if metrics is not None:
@@ -276,12 +284,13 @@ def _caller(route: RestRoute, servicers: Servicers) -> Callable[[Message, RestCo
     return getattr(servicer, route.rpc)
 
 
-def rest_routes(servicers: Servicers, metrics: Metrics | None = None, audit: HttpAudit | None = None
-                ) -> Iterator[Route]:
+def rest_routes(servicers: Servicers, metrics: Metrics | None = None, audit: HttpAudit | None = None,
+                authorizer: Authorizer | None = None) -> Iterator[Route]:
     """Starlette routes for every Flyte REST binding, calling `servicers[service_name].<rpc>` (counting each
-    call in `metrics`, recording the audited ones with `audit`)."""
+    call in `metrics`, recording the audited ones with `audit`, checking each against the caller's roles with
+    `authorizer` when authentication is on)."""
     for route in flyte_routes():
-        yield Route(route.starlette_path, _endpoint(route, _caller(route, servicers), metrics, audit),
+        yield Route(route.starlette_path, _endpoint(route, _caller(route, servicers), metrics, audit, authorizer),
                     methods=[route.method], name=f"{route.service}.{route.rpc}.{route.method}.{route.template}")
 
 

@@ -26,11 +26,12 @@ from flytelite.admin.engine_clients import (
     AdminTaskReader,
 )
 from flytelite.admin.events import EventSink
+from flytelite.admin.executions import running_creator
 from flytelite.admin.grpc_errors import ErrorInterceptor
 from flytelite.admin.grpc_metrics import MetricsInterceptor, TracingInterceptor
 from flytelite.admin.grpc_services import GRPC_SERVICES
 from flytelite.admin.message_limits import MessageLimitInterceptor, server_options
-from flytelite.auth.grpc import AuthInterceptor, AuthMetadataService
+from flytelite.auth.grpc import AuthInterceptor, AuthMetadataService, AuthorizationInterceptor
 from flytelite.auth.setup import build_auth
 from flytelite.config import Config
 from flytelite.console.app import build_app
@@ -38,6 +39,7 @@ from flytelite.context import Context
 from flytelite.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from flytelite.metrics import EXECUTION_MANAGER, OWN, Metrics
 from flytelite.notifications.processor import NotificationProcessor
+from flytelite.plugins.kubernetes.names import namespace
 from flytelite.plugins.registry import PluginRegistry
 from flytelite.propeller.clients import AdminClients
 from flytelite.propeller.engine import Engine
@@ -72,7 +74,11 @@ def build_context(config: Config) -> Context:
     if ctx.tracing.enabled:
         db.trace_statements(ctx.tracing.start_child)
         ctx.blobs.trace = ctx.tracing.start_child
-    ctx.auth = build_auth(config.auth, config.home, lambda: ctx.public_url)
+    template = config.kubernetes.namespace_template
+    ctx.auth = build_auth(config.auth, config.home, lambda: ctx.public_url,
+                          (lambda p, d: namespace(template, p, d)) if config.uses_kubernetes else None)
+    if ctx.auth is not None:
+        ctx.auth.tasks.creator_of = lambda p, d, n: running_creator(ctx, p, d, n)
     ensure_default_project(ctx)
     return ctx
 
@@ -184,13 +190,15 @@ class FlyteliteServer:
         self._grpc = grpc.server(
             futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="admin"),
             # Tracing (when on) and metrics outermost, so refused calls have their span and count too;
-            # authentication next; then the error interceptor, which maps what the limits' interceptor raises like
-            # any other.
+            # authentication next; then the error interceptor, which maps what authorization and the limits'
+            # interceptor raise like any other.
             interceptors=[*([TracingInterceptor(ctx.tracing)] if ctx.tracing.enabled else []),
                           MetricsInterceptor(ctx.metrics),
                           AuditInterceptor(AuditLog(ctx), ctx.auth.identify if ctx.auth is not None else None),
                           *([AuthInterceptor(ctx.auth)] if ctx.auth is not None else []),
-                          ErrorInterceptor(), MessageLimitInterceptor(cfg.grpc)],
+                          ErrorInterceptor(),
+                          *([AuthorizationInterceptor(ctx.auth)] if ctx.auth is not None else []),
+                          MessageLimitInterceptor(cfg.grpc)],
             options=[*server_options(cfg.grpc), *KEEPALIVE_OPTIONS],
         )
         grpc_port = self._grpc.add_insecure_port("127.0.0.1:0")

@@ -207,7 +207,7 @@ def test_console_signs_in_through_the_browser_and_keeps_a_cookie(srv):
 
 def test_tls_with_a_ca_file_and_a_task_that_calls_the_api(tmp_path):
     """flytekit with insecure: false and caCertFilePath; an eager workflow's task registers and launches
-    executions itself with the credentials flytelite hands it."""
+    executions itself with the credentials flytelite hands it, as the execution's creator."""
     cert, key = self_signed_cert(tmp_path / "certs")
     server = auth_server(tmp_path / "srv", tls=(cert, key))
     server.start()
@@ -222,6 +222,8 @@ def test_tls_with_a_ca_file_and_a_task_that_calls_the_api(tmp_path):
         ex = remote.wait(remote.fetch_execution(name=name), timeout=240)
         assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
         assert ex.outputs["o0"] == 8
-        assert _grants(server, "flytepropeller", "client_credentials") >= 1
+        # The task acted for the execution's creator, through its execution's own client.
+        assert f"to {CLIENT_ID} (client flytepropeller/flytesnacks/development/{name}) by the client_credentials" \
+            in server.log_text()
     finally:
         server.stop()

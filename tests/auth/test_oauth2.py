@@ -8,6 +8,7 @@ from flytelite.auth.keys import load_or_create
 from flytelite.auth.oauth2 import AuthorizationServer, OAuthError, pkce_challenge
 from flytelite.auth.secrets import hash_secret, verify_secret
 from flytelite.auth.setup import build_auth
+from flytelite.auth.task_clients import TaskClients
 from flytelite.auth.tokens import ACCESS, REFRESH, TokenIssuer
 from flytelite.config import Config
 from flytelite.config.auth import AuthConfig
@@ -35,7 +36,8 @@ def server(tmp_path, clock) -> AuthorizationServer:
     cfg = AuthConfig(enabled=True, access_token_seconds=60, clients={"robot": {"secret_hash": hash_secret("pw")}},
                      users={"alice": hash_secret("wonderland")})
     key = load_or_create(tmp_path / "key.pem", generate=True)
-    return AuthorizationServer(cfg, TokenIssuer(key, lambda: ISSUER, clock), task_client_secret="task-secret")
+    return AuthorizationServer(cfg, TokenIssuer(key, lambda: ISSUER, clock),
+                               TaskClients(cfg.task_client_id, "task-secret"))
 
 
 def _code(server, verifier="v" * 50, redirect=REDIRECT, client="flytectl") -> str:
@@ -52,7 +54,8 @@ def test_secrets_are_stored_hashed_and_checked_in_constant_time():
     assert verify_secret("s3cret", stored) and not verify_secret("s3cre", stored)
     assert not verify_secret("s3cret", "s3cret")  # a plain secret in the config never matches
     with pytest.raises(ValueError, match="hash-secret"):
-        AuthorizationServer(AuthConfig(enabled=True, clients={"x": {"secret_hash": "plain"}}), None, "")
+        AuthorizationServer(AuthConfig(enabled=True, clients={"x": {"secret_hash": "plain"}}), None,
+                            TaskClients("t", ""))
 
 
 def test_client_credentials_issue_an_expiring_access_token(server, clock):

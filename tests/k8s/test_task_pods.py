@@ -291,7 +291,8 @@ def test_with_authentication_pods_read_the_task_clients_secret_from_a_kubernetes
     reads it, and is nowhere in the pod's spec."""
     from kubernetes import client
 
-    from tests.auth.clients import CLIENT_ID, CLIENT_SECRET, auth_config, client_secret_config
+    from flytelite.auth.task_clients import TaskClients
+    from tests.auth.clients import CLIENT_SECRET, auth_config, client_secret_config
 
     config = (flytelite_config(k8s_cluster.kubeconfig, CHECKOUT, host_network=True, delete_finished_pods=False)
               + auth_config(access_token_seconds=60))
@@ -310,12 +311,13 @@ def test_with_authentication_pods_read_the_task_clients_secret_from_a_kubernetes
         server.stop()
     core = client.CoreV1Api(k8s_cluster.api_client())
     secret = core.read_namespaced_secret("flyte-secret-auth", f"{P}-{D}")
-    assert base64.b64decode(secret.data["client_secret"]).decode() == task_secret
+    namespace_secret = TaskClients("flytepropeller", task_secret).namespace_secret(f"{P}-{D}")
+    assert base64.b64decode(secret.data["client_secret"]).decode() == namespace_secret
     (pod,) = [p for p in core.list_namespaced_pod(f"{P}-{D}", label_selector=f"execution-id={name}").items]
     primary = pod.spec.containers[0]
     env = {e.name: e.value for e in primary.env}
-    assert env["FLYTE_CREDENTIALS_CLIENT_ID"] != CLIENT_ID
+    assert env["FLYTE_CREDENTIALS_CLIENT_ID"] == f"flytepropeller/{P}/{D}/{name}"
     assert env["FLYTE_CREDENTIALS_CLIENT_SECRET_LOCATION"] == "/etc/secrets/client_secret"
     assert "FLYTE_CREDENTIALS_CLIENT_SECRET" not in env
-    assert task_secret not in str(pod.to_dict())
+    assert task_secret not in str(pod.to_dict()) and namespace_secret not in str(pod.to_dict())
     assert any(m.mount_path == "/etc/secrets" and m.read_only for m in primary.volume_mounts)

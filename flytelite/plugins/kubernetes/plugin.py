@@ -113,9 +113,10 @@ class KubernetesPlugin(Plugin):
         self.namespaces = Namespaces(self.api, self.cfg.create_namespaces)
         # With authentication on, the task client's secret reaches pods through a Secret in their namespace
         # (Flyte's flyte-secret-auth), mounted where flytekit reads it, never in the pod's spec.
+        tasks = ctx.auth.tasks if ctx.auth is not None else None
         self.client_secret = (NamespacedSecret(self.api, self.cfg.task_client_secret,
-                                               {pods.CLIENT_SECRET_KEY: ctx.auth.task_secret})
-                              if ctx.auth is not None else None)
+                                               lambda ns: {pods.CLIENT_SECRET_KEY: tasks.namespace_secret(ns)})
+                              if tasks is not None else None)
 
     def setup(self, loop) -> None:
         if self.watch_from_start:

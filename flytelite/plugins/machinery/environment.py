@@ -5,7 +5,7 @@ FLYTE_INTERNAL_* variables flytekit reads to know which execution and task it ru
 blob store's settings (S3 endpoint and credentials, as propeller's default env vars carry them) and the
 API address for tasks that call it (eager workflows, FlyteRemote in a task), with the task client's
 credentials when authentication is on, as a Flyte deployment hands them to tasks (FLYTE_CREDENTIALS_*
-env, the secret in a file only the server's user reads, or in the environment of a pod). What a local process needs
+env, the secret in a file only the server's user reads, or in a Secret a pod mounts). What a local process needs
 besides (the server's own environment, PATH, markers) is the local-process plugin's business.
 """
 
@@ -20,8 +20,9 @@ from flytelite.plugins.machinery.core import TaskExecutionContext
 
 def flyte_task_env(tctx: TaskExecutionContext, ctx: Context, client_secret_file: str = "") -> dict[str, str]:
     """Variables of one attempt, later ones winning: the blob store's, the task's, the execution's, Flyte's.
-    With authentication on, the task client's secret is read from `client_secret_file` (default: the server's
-    own file, which local processes read); its value is never in the environment."""
+    With authentication on, the task calls the API as its execution's client (auth/task_clients.py), whose
+    secret it reads from `client_secret_file` (a pod's mounted Secret; default: a file of the execution's that
+    local processes read); its value is never in the environment."""
     project, domain, name = tctx.key
     task_id = tctx.task.id
     env = dict(ctx.blobs.task_environment())
@@ -58,18 +59,20 @@ def flyte_task_env(tctx: TaskExecutionContext, ctx: Context, client_secret_file:
             env["FLYTE_PLATFORM_INSECURE"] = "true" if url.scheme == "http" else "false"
             if ctx.config.tls:
                 env["FLYTE_PLATFORM_CA_CERT_FILE_PATH"] = ctx.config.tls_ca_file or ctx.config.tls_cert
-            env.update(_credentials_env(ctx, explicit, client_secret_file))
+            env.update(_credentials_env(ctx, tctx.key, explicit, client_secret_file))
     return env
 
 
-def _credentials_env(ctx: Context, explicit: set[str], client_secret_file: str) -> dict[str, str]:
-    """flytekit's client-credentials settings for the task client, unless the task brings its own."""
+def _credentials_env(ctx: Context, key: tuple[str, str, str], explicit: set[str],
+                     client_secret_file: str) -> dict[str, str]:
+    """flytekit's client-credentials settings for the execution's task client, unless the task brings its own."""
     auth = ctx.auth
     if auth is None or explicit & {"FLYTE_CREDENTIALS_AUTH_MODE", "FLYTE_CREDENTIALS_CLIENT_ID"}:
         return {}
-    return {"FLYTE_CREDENTIALS_AUTH_MODE": "ClientSecret", "FLYTE_CREDENTIALS_CLIENT_ID": auth.config.task_client_id,
-            "FLYTE_CREDENTIALS_SCOPES": "all",
-            "FLYTE_CREDENTIALS_CLIENT_SECRET_LOCATION": client_secret_file or str(auth.task_secret_file)}
+    if not client_secret_file:
+        client_secret_file = str(auth.tasks.secret_file(ctx.config.work_dir / f"{key[0]}-{key[1]}-{key[2]}", *key))
+    return {"FLYTE_CREDENTIALS_AUTH_MODE": "ClientSecret", "FLYTE_CREDENTIALS_CLIENT_ID": auth.tasks.client_for(*key),
+            "FLYTE_CREDENTIALS_SCOPES": "all", "FLYTE_CREDENTIALS_CLIENT_SECRET_LOCATION": client_secret_file}
 
 
 def literal_offloading_env(cfg: LiteralOffloadingConfig) -> dict[str, str]:
