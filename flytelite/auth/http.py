@@ -16,6 +16,7 @@ import json
 import secrets
 from urllib.parse import parse_qsl, unquote_plus, urlencode
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -31,14 +32,19 @@ from flytelite.storage.signing import DOWNLOAD_ROUTE, UPLOAD_ROUTE
 ACCESS_COOKIE = "flyte_at"
 SESSION_COOKIE = "flytelite_session"
 LOGIN_COOKIE = "flyte_csrf_state"
+OPENID_COOKIE = "flytelite_openid"
+# What a 401 answer asks for (RFC 6750).
+CHALLENGE = {"WWW-Authenticate": 'Bearer realm="flytelite"'}
 LOGIN_SECONDS = 10 * 60
 # Paths anyone may reach: health, metrics (as FlyteAdmin's own metrics port), discovery and the sign-in flow
 # itself, static files, and the signed blob URLs (their signature is their authorization, as an S3 presigned
 # URL's is).
 OPEN_PATHS = ("/healthz", "/metrics", "/favicon.ico", "/.well-known/", "/config/v1/flyte_client", "/oauth2/", "/login",
               "/callback", "/logout", "/console/static/", UPLOAD_ROUTE + "/", DOWNLOAD_ROUTE + "/")
-# Where the middleware leaves the identity of a request's valid token, for the routes to authorize it.
-IDENTITY = "flytelite.identity"
+# Where the middleware leaves the identity of a request's valid token, for the routes to authorize it; or,
+# on the paths of audited calls, why it has none (REFUSED), for them to answer 401 and record the attempt.
+IDENTITY, REFUSED = "flytelite.identity", "flytelite.refused"
+AUDITED_PATHS = ("/api/", "/console/api/")
 # Where a browser without a valid cookie is sent to sign in rather than answered 401.
 BROWSER_PATHS = ("/console", "/logs/", "/k8s/logs/")
 
@@ -81,6 +87,36 @@ def _sign_in_page(params: dict[str, str], error: str = "") -> str:
 <p>Client <code>{esc(params.get('client_id', ''))}</code> asks to act for you.</p>""")
 
 
+def _failed(message: str, status: int) -> HTMLResponse:
+    return HTMLResponse(layout("Sign-in failed", f"<h1>Sign-in failed</h1><div class='error'>{esc(message)}</div>"
+                               "<p><a href='/login'>Sign in again</a></p>"), status_code=status)
+
+
+def _device_page(user_code: str, error: str = "") -> str:
+    msg = f"<div class='error'>{esc(error)}</div>" if error else ""
+    return layout("Device sign-in", f"""<h1>Sign in a device</h1>{msg}
+<form method='get' action='/oauth2/device'><p><label>Code shown by the device
+<input name='user_code' value='{esc(user_code)}' autofocus></label></p><p><button type='submit'>Next</button></p></form>""")
+
+
+def _device_sign_in(user_code: str, error: str = "") -> str:
+    msg = f"<div class='error'>{esc(error)}</div>" if error else ""
+    return layout("Device sign-in", f"""<h1>Sign in to approve device {esc(user_code)}</h1>{msg}
+<form method='post' action='/oauth2/device'><input type='hidden' name='user_code' value='{esc(user_code)}'>
+<p><label>User <input name='username' autocomplete='username' autofocus></label></p>
+<p><label>Password <input name='password' type='password' autocomplete='current-password'></label></p>
+<p><button type='submit'>Sign in</button></p></form>""")
+
+
+def _device_confirm(user_code: str, client_id: str, user: str) -> str:
+    return layout("Device sign-in", f"""<h1>Sign in device {esc(user_code)}?</h1>
+<p>Client <code>{esc(client_id)}</code> asks to act as <b>{esc(user)}</b>. Approve only if you started this on a
+device of yours and it shows this code.</p>
+<form method='post' action='/oauth2/device'><input type='hidden' name='user_code' value='{esc(user_code)}'>
+<button type='submit' name='decision' value='approve'>Approve</button>
+<button type='submit' name='decision' value='deny' class='danger'>Deny</button></form>""")
+
+
 def auth_routes(auth: Auth) -> list[Route]:
     server, tokens = auth.server, auth.tokens
 
@@ -116,10 +152,15 @@ def auth_routes(auth: Auth) -> list[Route]:
             return HTMLResponse(layout("Sign-in refused", f"<h1>Sign-in refused</h1><div class='error'>"
                                        f"{esc(exc.error)}: {esc(exc.description)}</div>"), status_code=exc.status)
         if request.method == "GET":
-            user = server.session_user(request.cookies.get(SESSION_COOKIE))
-            if user is None:
-                return HTMLResponse(_sign_in_page(params))
-            return RedirectResponse(server.issue_code(req, user), status_code=302)
+            signed_in = server.session_user(request.cookies.get(SESSION_COOKIE))
+            if signed_in is not None:
+                return RedirectResponse(server.issue_code(req, *signed_in), status_code=302)
+            if auth.openid is not None:
+                return await run_in_threadpool(to_provider, f"/oauth2/authorize?{urlencode(params)}")
+            return HTMLResponse(_sign_in_page(params))
+        if auth.openid is not None:
+            return HTMLResponse(layout("Sign-in refused", "<h1>Sign-in refused</h1><div class='error'>People sign "
+                                       "in through the OpenID provider here, not with a password.</div>"), 400)
         user = params.get("username", "")
         try:
             session = server.sign_in(user, params.get("password", ""))
@@ -128,6 +169,91 @@ def auth_routes(auth: Auth) -> list[Route]:
         response = RedirectResponse(server.issue_code(req, user), status_code=303)
         cookie(response, SESSION_COOKIE, session, auth.config.refresh_token_seconds)
         return response
+
+    def to_provider(after: str) -> Response:
+        """Send the browser to the OpenID provider; `after` (a path of this server) follows the sign-in."""
+        assert auth.openid is not None
+        state, verifier, nonce = secrets.token_urlsafe(24), secrets.token_urlsafe(48), secrets.token_urlsafe(24)
+        try:
+            url = auth.openid.authorize_url(f"{tokens.issuer}/oauth2/callback", state, nonce,
+                                            pkce_challenge(verifier))
+        except Unauthenticated as exc:
+            return _failed(str(exc), 502)
+        response = RedirectResponse(url, status_code=302)
+        cookie(response, OPENID_COOKIE, tokens.sign(LOGIN, "-", "openid", LOGIN_SECONDS, state=state,
+                                                    verifier=verifier, nonce=nonce, after=after), LOGIN_SECONDS)
+        return response
+
+    def provider_callback(request: Request) -> Response:
+        """The OpenID provider sends the browser back here with a code: who signed in becomes a session."""
+        assert auth.openid is not None
+        try:
+            pending = tokens.verify(request.cookies.get(OPENID_COOKIE, ""), LOGIN)
+        except Unauthenticated:
+            return _failed("This browser started no sign-in here, or took too long; start again.", 400)
+        if request.query_params.get("error"):
+            return _failed(f"The OpenID provider refused: {request.query_params.get('error')} "
+                           f"{request.query_params.get('error_description', '')}", 401)
+        if not secrets.compare_digest(pending["state"], request.query_params.get("state", "")):
+            return _failed("The state does not match this browser's sign-in; start again.", 400)
+        try:
+            person = auth.openid.person(request.query_params.get("code", ""), f"{tokens.issuer}/oauth2/callback",
+                                        pending["verifier"], pending["nonce"])
+        except Unauthenticated as exc:
+            return _failed(str(exc), 401)
+        response = RedirectResponse(_local_path(pending["after"]), status_code=302)
+        cookie(response, SESSION_COOKIE, server.session(person.name, person.groups), auth.config.refresh_token_seconds)
+        response.delete_cookie(OPENID_COOKIE, path="/")
+        return response
+
+    async def device_code(request: Request) -> Response:
+        try:
+            answer = server.device_authorization(_form(await request.body()),
+                                                 _basic(request.headers.get("authorization")))
+        except OAuthError as exc:
+            return _oauth_error(exc)
+        return JSONResponse(answer, headers={"Cache-Control": "no-store"})
+
+    async def device(request: Request) -> Response:
+        """Where a person enters a device's user code, signs in, and approves or denies the device."""
+        params = dict(request.query_params) if request.method == "GET" else _form(await request.body())
+        user_code, devices = params.get("user_code", ""), server.devices
+        pending = await run_in_threadpool(devices.pending, user_code) if devices is not None and user_code else None
+        if devices is None or pending is None:
+            return HTMLResponse(_device_page(user_code, "" if not user_code else "No device waits for this code: "
+                                             "it expired, was answered, or is mistyped."),
+                                status_code=200 if not user_code else 404)
+        signed_in = server.session_user(request.cookies.get(SESSION_COOKIE))
+        if request.method == "POST" and signed_in is None and auth.openid is None and "password" in params:
+            try:
+                session = server.sign_in(params.get("username", ""), params.get("password", ""))
+            except Unauthenticated as exc:
+                return HTMLResponse(_device_sign_in(user_code, str(exc)), status_code=401)
+            response = RedirectResponse(f"/oauth2/device?{urlencode({'user_code': user_code})}", status_code=303)
+            cookie(response, SESSION_COOKIE, session, auth.config.refresh_token_seconds)
+            return response
+        if signed_in is None:
+            if auth.openid is not None:
+                return await run_in_threadpool(to_provider, f"/oauth2/device?{urlencode({'user_code': user_code})}")
+            return HTMLResponse(_device_sign_in(user_code))
+        if request.method == "GET" or params.get("decision") not in ("approve", "deny"):
+            return HTMLResponse(_device_confirm(user_code, pending.client_id, signed_in[0]))
+        approve = params["decision"] == "approve"
+        await run_in_threadpool(devices.answer, user_code, signed_in[0], signed_in[1], approve)
+        verdict = "signed in; return to your device" if approve else "denied"
+        return HTMLResponse(layout("Device", f"<h1>Device {esc(verdict)}</h1>"))
+
+    def openid_configuration(_request: Request) -> Response:
+        return JSONResponse(server.openid_configuration())
+
+    def userinfo(request: Request) -> Response:
+        try:
+            identity = tokens.identity(bearer_token(request.headers.get("authorization")))
+        except Unauthenticated as exc:
+            return JSONResponse({"error": "invalid_token", "error_description": str(exc)}, status_code=401,
+                                headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
+        return JSONResponse({"sub": identity.subject, "preferred_username": identity.subject,
+                             "groups": server.user_groups(identity.subject, identity.groups)})
 
     def login(request: Request) -> Response:
         """Start the console's authorization-code flow; the state and PKCE verifier wait in a signed cookie."""
@@ -169,8 +295,12 @@ def auth_routes(auth: Auth) -> list[Route]:
             response.delete_cookie(name, path="/")
         return response
 
-    return [
+    routes = [
         Route("/.well-known/oauth-authorization-server", metadata),
+        Route("/.well-known/openid-configuration", openid_configuration),
+        Route("/oauth2/userinfo", userinfo),
+        Route("/oauth2/device/code", device_code, methods=["POST"]),
+        Route("/oauth2/device", device, methods=["GET", "POST"]),
         Route("/config/v1/flyte_client", client_config),
         Route("/oauth2/jwks", jwks),
         Route("/oauth2/token", token, methods=["POST"]),
@@ -179,6 +309,9 @@ def auth_routes(auth: Auth) -> list[Route]:
         Route("/callback", callback),
         Route("/logout", logout),
     ]
+    if auth.openid is not None:
+        routes.append(Route("/oauth2/callback", provider_callback))
+    return routes
 
 
 class AuthMiddleware:
@@ -203,12 +336,15 @@ class AuthMiddleware:
             scope[IDENTITY] = self.auth.tokens.identity(token)
         except Unauthenticated as exc:
             path = scope["path"]
+            if path.startswith(AUDITED_PATHS):
+                # The API answers it (401), so that the audit trail records the refused call.
+                scope[REFUSED] = str(exc)
+                return await self.app(scope, receive, send)
             if request.method in ("GET", "HEAD") and (path == "/" or path.startswith(BROWSER_PATHS)):
                 target = path + (f"?{scope['query_string'].decode()}" if scope.get("query_string") else "")
                 response = RedirectResponse(f"/login?{urlencode({'redirect_url': target})}", status_code=302)
             else:
                 response = Response(json.dumps({"error": "Unauthenticated", "message": str(exc), "code": 16}),
-                                    status_code=401, media_type="application/json",
-                                    headers={"WWW-Authenticate": 'Bearer realm="flytelite"'})
+                                    status_code=401, media_type="application/json", headers=CHALLENGE)
             return await response(scope, receive, send)
         return await self.app(scope, receive, send)

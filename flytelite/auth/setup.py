@@ -8,6 +8,7 @@ from pathlib import Path
 
 from flytelite.auth.keys import SigningKey, load_or_create, write_private
 from flytelite.auth.oauth2 import AuthorizationServer
+from flytelite.auth.openid import OpenIdProvider
 from flytelite.auth.roles import Authorizer
 from flytelite.auth.secrets import new_secret
 from flytelite.auth.task_clients import TaskClients
@@ -29,6 +30,8 @@ class Auth:
     task_secret: str
     authorizer: Authorizer
     tasks: TaskClients
+    # Where people sign in, when an OpenID Connect provider is configured (else the passwords of auth.users).
+    openid: OpenIdProvider | None = None
 
     def identity_in(self, metadata: Mapping[str, str], cookie_token: str = "") -> Identity | None:
         """Who the valid token in a call's metadata (lower-case keys), else the console's cookie token, speaks
@@ -76,4 +79,5 @@ def build_auth(config: AuthConfig, home: Path, public_url: Callable[[], str],
     tokens = TokenIssuer(key, lambda: config.issuer or public_url())
     tasks = TaskClients(config.task_client_id, secret, task_namespace)
     return Auth(config=config, key=key, tokens=tokens, server=AuthorizationServer(config, tokens, tasks),
-                task_secret_file=secret_path, task_secret=secret, authorizer=Authorizer(config), tasks=tasks)
+                task_secret_file=secret_path, task_secret=secret, authorizer=Authorizer(config), tasks=tasks,
+                openid=OpenIdProvider(config.openid) if config.openid is not None else None)

@@ -17,7 +17,7 @@ import jwt
 from flytelite.auth.keys import SigningKey
 from flytelite.errors import Unauthenticated
 
-ACCESS, REFRESH, CODE, SESSION, LOGIN = "access", "refresh", "code", "session", "login"
+ACCESS, REFRESH, CODE, SESSION, LOGIN, DEVICE = "access", "refresh", "code", "session", "login", "device"
 # Verified access tokens remembered (each call of a client carries the same one until it expires).
 SEEN_TOKENS = 4096
 
@@ -53,6 +53,16 @@ class TokenIssuer:
         payload = {"iss": self.issuer, "aud": self.issuer, "sub": subject, "client_id": client_id,
                    "token_use": use, "iat": now, "nbf": now, "exp": now + seconds, "jti": uuid.uuid4().hex,
                    **claims}
+        return jwt.encode(payload, self._key.private_pem, algorithm=self._key.algorithm,
+                          headers={"kid": self._key.kid})
+
+    def id_token(self, subject: str, client_id: str, seconds: int, nonce: str, groups: list[str]) -> str:
+        """An OpenID Connect ID token for `client_id` (its audience): who signed in, and the client's nonce."""
+        now = int(self._clock())
+        payload = {"iss": self.issuer, "aud": client_id, "sub": subject, "preferred_username": subject,
+                   "groups": groups, "iat": now, "exp": now + seconds, "auth_time": now}
+        if nonce:
+            payload["nonce"] = nonce
         return jwt.encode(payload, self._key.private_pem, algorithm=self._key.algorithm,
                           headers={"kid": self._key.kid})
 

@@ -45,6 +45,30 @@ ROLES = ("viewer", "launcher", "registrar", "admin")
 
 
 @dataclass
+class OpenIdConfig:
+    """An OpenID Connect provider people sign in with (FlyteAdmin's auth.userAuth.openId): flytelite sends the
+    browser there and back to <public URL>/oauth2/callback, which the provider must allow for this client."""
+
+    # The provider's issuer URL; its discovery document is <issuer>/.well-known/openid-configuration.
+    issuer: str = ""
+    client_id: str = ""
+    # The client's secret, or a file holding it (FlyteAdmin's clientSecretName); neither for a public client.
+    client_secret: str = ""
+    client_secret_file: str = ""
+    scopes: list[str] = field(default_factory=lambda: ["openid", "profile", "email"])
+    # The ID token's claim naming the user (as roles and executions name them), and the one listing groups.
+    username_claim: str = "preferred_username"
+    groups_claim: str = "groups"
+
+    def __post_init__(self) -> None:
+        if not self.issuer or not self.client_id:
+            raise ValueError("auth.openid needs issuer and client_id")
+        if "openid" not in self.scopes:
+            raise ValueError(f"auth.openid.scopes must include openid, not {self.scopes}")
+        self.issuer = self.issuer.rstrip("/")
+
+
+@dataclass
 class RoleGrant:
     """One role granted to users, OAuth2 clients and groups in the projects and domains named (fnmatch
     patterns: "*" is every one)."""
@@ -95,12 +119,16 @@ class AuthConfig:
     roles: list[RoleGrant] = field(default_factory=list)
     # Groups of the users above (name -> members); a token's `groups` claim adds the identity provider's.
     groups: dict[str, list[str]] = field(default_factory=dict)
+    # Sign people in through this OpenID Connect provider rather than with the passwords of `users`.
+    openid: OpenIdConfig | None = None
 
     def __post_init__(self) -> None:
         self.clients = {k: v if isinstance(v, ClientConfig) else ClientConfig(**(v or {}))
                         for k, v in (self.clients or {}).items()}
         self.roles = [g if isinstance(g, RoleGrant) else RoleGrant(**(g or {})) for g in (self.roles or [])]
         self.groups = {str(k): list(v or []) for k, v in (self.groups or {}).items()}
+        if isinstance(self.openid, dict):
+            self.openid = OpenIdConfig(**self.openid)
         if isinstance(self.public_client, dict):
             self.public_client = PublicClientConfig(**self.public_client)
         for what in ("access_token_seconds", "refresh_token_seconds", "authorization_code_seconds"):

@@ -20,12 +20,12 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from flytelite.auth.http import IDENTITY
+from flytelite.auth.http import IDENTITY, REFUSED
 from flytelite.auth.roles import Authorizer, rpc_permission, serve_as
 from flytelite.console.forms import literal_from_text
 from flytelite.console.layout import execution_url
 from flytelite.console.rest import HttpAudit, code_name, error_response
-from flytelite.errors import InvalidArgument, NotFound
+from flytelite.errors import InvalidArgument, NotFound, Unauthenticated
 
 KINDS = {"launch_plan": idpb.LAUNCH_PLAN, "task": idpb.TASK}
 
@@ -106,6 +106,8 @@ def json_action(what: str, action, rpc: str, audit: HttpAudit | None = None, aut
             form = json.loads(await request.body() or b"{}")
             if not isinstance(form, dict):
                 raise InvalidArgument("the form must be a JSON object")
+            if request.scope.get(REFUSED) is not None:
+                raise Unauthenticated(request.scope[REFUSED])
             if authorizer is None:
                 result = await run_in_threadpool(action, form)
             else:

@@ -30,9 +30,16 @@ from starlette.routing import Route
 
 from flytelite.admin.audit import AUDITED, describe, describe_call
 from flytelite.admin.grpc_services import GRPC_SERVICES
-from flytelite.auth.http import IDENTITY
+from flytelite.auth.http import CHALLENGE, IDENTITY, REFUSED
 from flytelite.auth.roles import Authorizer, request_target, rpc_permission, serve_as
-from flytelite.errors import FlyteliteError, InvalidArgument, NotFound, Unimplemented, client_message
+from flytelite.errors import (
+    FlyteliteError,
+    InvalidArgument,
+    NotFound,
+    Unauthenticated,
+    Unimplemented,
+    client_message,
+)
 from flytelite.metrics import Metrics, rpc_prefix
 
 log = logging.getLogger(__name__)
@@ -210,7 +217,7 @@ def error_response(exc: Exception, what: str) -> JSONResponse:
         log.exception("%s failed", what)
         status, code, message = 500, "INTERNAL", client_message(f"{what} failed inside flytelite: {type(exc).__name__}: {exc}")
     return JSONResponse({"error": message, "message": message, "code": _GRPC_CODES.get(code, 13), "details": []},
-                        status_code=status)
+                        status_code=status, headers=CHALLENGE if status == 401 else None)
 
 
 # ---- wiring ------------------------------------------------------------------------------------
@@ -243,9 +250,13 @@ def _endpoint(route: RestRoute, call: Callable[[Message, RestContext], Message],
 
     async def endpoint(request: Request) -> Response:
         start = time.perf_counter()
-        msg = None
+        msg, refused = None, request.scope.get(REFUSED)
         try:
-            msg = await build_request(route, request)
+            try:
+                msg = await build_request(route, request)
+            finally:
+                if refused is not None:  # authentication refused it: answered 401, audited with what it named
+                    raise Unauthenticated(refused)
             context = RestContext(request.headers)
             if authorizer is None:
                 reply = await run_in_threadpool(call, msg, context)
@@ -295,6 +306,8 @@ def rest_routes(servicers: Servicers, metrics: Metrics | None = None, audit: Htt
 
 
 def unknown_api(request: Request) -> Response:
+    if request.scope.get(REFUSED) is not None:
+        return error_response(Unauthenticated(request.scope[REFUSED]), "REST")
     return error_response(NotFound(
         f"no Flyte REST API at {request.method} {request.url.path}; see flyteidl's service/admin.proto for the paths"),
         "REST")

@@ -31,6 +31,7 @@ from flytelite.admin.grpc_errors import ErrorInterceptor
 from flytelite.admin.grpc_metrics import MetricsInterceptor, TracingInterceptor
 from flytelite.admin.grpc_services import GRPC_SERVICES
 from flytelite.admin.message_limits import MessageLimitInterceptor, server_options
+from flytelite.auth.device import DeviceGrants
 from flytelite.auth.grpc import AuthInterceptor, AuthMetadataService, AuthorizationInterceptor
 from flytelite.auth.setup import build_auth
 from flytelite.config import Config
@@ -79,6 +80,7 @@ def build_context(config: Config) -> Context:
                           (lambda p, d: namespace(template, p, d)) if config.uses_kubernetes else None)
     if ctx.auth is not None:
         ctx.auth.tasks.creator_of = lambda p, d, n: running_creator(ctx, p, d, n)
+        ctx.auth.server.devices = DeviceGrants(ctx.db, ctx.clock)
     ensure_default_project(ctx)
     return ctx
 

@@ -373,3 +373,18 @@ class AuditEvent(Base):
     # OK, or the gRPC status code's name, with the error's message.
     outcome: Mapped[str] = mapped_column(String(32))
     message: Mapped[str] = mapped_column(Text)
+
+
+class DeviceGrant(Base):
+    """A device-code sign-in (RFC 8628, auth/device.py) from its request to its answer: pending, then approved
+    for a person, or denied; removed once its device took the answer or when it expires."""
+
+    __tablename__ = "device_grants"
+    user_code: Mapped[str] = mapped_column(String(16), primary_key=True)
+    client_id: Mapped[str] = mapped_column(String(255))
+    scopes: Mapped[str] = mapped_column(String(1024))
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    # pending, approved or denied; who approved it and their groups (a JSON list).
+    outcome: Mapped[str] = mapped_column(String(16))
+    subject: Mapped[str] = mapped_column(String(255))
+    groups: Mapped[str] = mapped_column(Text)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import datetime
+import re
+
 import pytest
 
+from flytelite.auth.device import DeviceGrants
 from flytelite.auth.keys import load_or_create
 from flytelite.auth.oauth2 import AuthorizationServer, OAuthError, pkce_challenge
 from flytelite.auth.secrets import hash_secret, verify_secret
@@ -13,6 +17,7 @@ from flytelite.auth.tokens import ACCESS, REFRESH, TokenIssuer
 from flytelite.config import Config
 from flytelite.config.auth import AuthConfig
 from flytelite.errors import Unauthenticated
+from flytelite.store.db import Database
 
 ISSUER = "http://localhost:30080"
 REDIRECT = "http://localhost:53593/callback"
@@ -116,7 +121,7 @@ def test_sign_in_sessions(server):
     with pytest.raises(Unauthenticated):
         server.sign_in("alice", "wrong")
     session = server.sign_in("alice", "wonderland")
-    assert server.session_user(session) == "alice"
+    assert server.session_user(session) == ("alice", ())
     assert server.session_user(server.tokens.sign(REFRESH, "alice", "flytectl", 60)) is None
     assert server.session_user(server.tokens.sign(ACCESS, "alice", "flytectl", 60, scp="all")) is None
 
@@ -135,3 +140,57 @@ def test_auth_is_off_without_an_auth_block(tmp_path):
     token = auth.tokens.sign(ACCESS, "x", "y", 60, scp="all")
     assert other.tokens.identity(token).subject == "x"
     assert other.task_secret == auth.task_secret
+
+
+class StepClock:
+    """The database's clock (datetime), moved by the test."""
+
+    def __init__(self):
+        self.at = datetime.datetime(2026, 12, 2, tzinfo=datetime.timezone.utc)
+
+    def now(self) -> datetime.datetime:
+        return self.at
+
+
+def _device_server(server, tmp_path) -> StepClock:
+    db = Database(f"sqlite:///{tmp_path / 'device.db'}")
+    db.migrate()
+    steps = StepClock()
+    server.devices = DeviceGrants(db, steps)
+    return steps
+
+
+def test_device_code_grant_waits_for_a_person_then_answers_once(server, tmp_path):
+    _device_server(server, tmp_path)
+    asked = server.device_authorization({"client_id": "flytectl", "scope": "all offline"}, None)
+    assert re.fullmatch(r"[B-Z]{4}-[B-Z]{4}", asked["user_code"]) and asked["interval"] >= 1
+    poll = {"grant_type": "urn:ietf:params:oauth:grant-type:device_code", "client_id": "flytectl",
+            "device_code": asked["device_code"]}
+    with pytest.raises(OAuthError) as pending:
+        server.token(poll, None)
+    assert pending.value.error == "authorization_pending"
+    # The person types the code in lower case, without the dash.
+    typed = asked["user_code"].replace("-", "").lower()
+    assert server.devices.pending(typed).client_id == "flytectl"
+    assert server.devices.answer(typed, "alice", ("ml",), approve=True)
+    answer = server.token(poll, None)
+    assert server.tokens.identity(answer["access_token"]).groups == ("ml",) and "refresh_token" in answer
+    with pytest.raises(OAuthError) as used:
+        server.token(poll, None)
+    assert used.value.error == "expired_token"
+    with pytest.raises(OAuthError, match="issued to client flytectl"):
+        server.token({**poll, "client_id": "robot", "client_secret": "pw"}, None)
+
+
+def test_a_denied_or_expired_device_gets_no_token(server, tmp_path):
+    steps = _device_server(server, tmp_path)
+    denied = server.device_authorization({"client_id": "flytectl"}, None)
+    server.devices.answer(denied["user_code"], "alice", (), approve=False)
+    with pytest.raises(OAuthError) as err:
+        server.token({"grant_type": "urn:ietf:params:oauth:grant-type:device_code", "client_id": "flytectl",
+                      "device_code": denied["device_code"]}, None)
+    assert err.value.error == "access_denied"
+    late = server.device_authorization({"client_id": "flytectl"}, None)
+    steps.at += datetime.timedelta(seconds=601)
+    assert server.devices.pending(late["user_code"]) is None
+    assert not server.devices.answer(late["user_code"], "alice", (), approve=True)

@@ -409,6 +409,10 @@ def test_the_console_shows_only_the_actions_one_may_take(team):
 
 
 def test_refused_calls_are_audited(team):
+    """Refused for want of a role (over gRPC) and for want of a token (over REST): both recorded."""
+    no_token = requests.delete(f"{team.url}/api/v1/executions/{BETA}/{DOMAIN}/{team.runs[BETA]}",
+                               json={"cause": "audit me"}, timeout=30)
+    assert no_token.status_code == 401 and no_token.headers["WWW-Authenticate"].startswith("Bearer")
     with grpc.insecure_channel(team.endpoint) as channel, pytest.raises(grpc.RpcError):
         admin_pb2_grpc.AdminServiceStub(channel).TerminateExecution(
             execution_pb2.ExecutionTerminateRequest(id=identifier_pb2.WorkflowExecutionIdentifier(
@@ -419,10 +423,14 @@ def test_refused_calls_are_audited(team):
     try:
         events = [e for e in AuditLog(ctx).events(project=BETA) if e.action == "TerminateExecution"
                   and e.identity == "vera"]
+        anonymous = [e for e in AuditLog(ctx).events(project=BETA) if e.action == "TerminateExecution"
+                     and e.identity == ""]
     finally:
         ctx.db.dispose()
     assert events and events[0].outcome == "PERMISSION_DENIED" and events[0].resource == team.runs[BETA]
     assert "lacks the launch permission in project beta" in events[0].message
+    assert anonymous and anonymous[0].outcome == "UNAUTHENTICATED" and anonymous[0].resource == team.runs[BETA]
+    assert "needs a bearer token" in anonymous[0].message
 
 
 def test_a_tasks_token_reaches_only_its_executions_project(team):
