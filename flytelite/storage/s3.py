@@ -72,7 +72,7 @@ class Presigner:
         self._lock = threading.Lock()
 
     def _s3(self):
-        # A plain botocore client: signing makes no request, and the first one costs ~100 ms to build.
+        # A plain botocore client: signing makes no request, and building one is slow, so it is built once.
         with self._lock:
             if self._client is None:
                 import botocore.config
