@@ -26,7 +26,7 @@ from flytelite.propeller.clients import AdminClients
 from flytelite.propeller.events import EventRecorder, EventSink
 from flytelite.propeller.gate import RoundGate
 from flytelite.propeller.leases import LeaseLost, Leases
-from flytelite.propeller.node_executor import NodeExecutor
+from flytelite.propeller.nodes.executor import NodeExecutor
 from flytelite.propeller.nodes.registry import HandlerRegistry, default_handlers
 from flytelite.propeller.queue import QueueShutDown, WorkQueue
 from flytelite.propeller.workflow_executor import WorkflowExecutor

@@ -27,9 +27,9 @@ from flytelite.logs import execution_scope
 from flytelite.propeller.clients import AdminClients, unconnected
 from flytelite.propeller.events import EventRecorder
 from flytelite.propeller.execution_context import ExecutionRound
-from flytelite.propeller.failure_node import handle_failure_node
 from flytelite.propeller.leases import LeaseLost, Leases
-from flytelite.propeller.node_executor import NodeExecutor
+from flytelite.propeller.nodes.executor import NodeExecutor
+from flytelite.propeller.nodes.failure_node import handle_failure_node
 from flytelite.propeller.phases import WORKFLOW_DONE, WorkflowStatusPhase
 from flytelite.propeller.status import WorkflowStatus, iso
 from flytelite.propeller.workflow import ExecutableWorkflow

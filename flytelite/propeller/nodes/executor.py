@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import posixpath
-from dataclasses import dataclass
 from datetime import timedelta
 
 from flyteidl.core import execution_pb2, literals_pb2
@@ -22,12 +21,13 @@ from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM, USER, ErrorInfo
 from flytelite.idl.ids import END_NODE, START_NODE
 from flytelite.logs import enter_node, leave_node
-from flytelite.propeller.bindings import BindingError, resolve_bindings
 from flytelite.propeller.execution_context import ExecutionRound
-from flytelite.propeller.failure_node import set_error_input
-from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
+from flytelite.propeller.nodes.failure_node import set_error_input
+from flytelite.propeller.nodes.handler import DagOutcome, EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
+from flytelite.propeller.nodes.offloading import offloading_refusal
+from flytelite.propeller.nodes.recovery import recover_node
 from flytelite.propeller.nodes.registry import HandlerRegistry
-from flytelite.propeller.offloading import offloading_refusal
+from flytelite.propeller.nodes.resolve import BindingError, resolve_bindings
 from flytelite.propeller.phases import (
     NODE_ACTIVE,
     NODE_DONE,
@@ -36,7 +36,6 @@ from flytelite.propeller.phases import (
     NodeStatusPhase,
     node_event_phase,
 )
-from flytelite.propeller.recovery import recover_node
 from flytelite.propeller.scope import DagScope
 from flytelite.propeller.status import NodeStatus, iso, parse_iso
 from flytelite.propeller.workflow import node_kind
@@ -62,12 +61,6 @@ _SETTLES_INTO: dict[int, NodeStatusPhase] = {
     NodeStatusPhase.FAILING: NodeStatusPhase.FAILED,
     NodeStatusPhase.TIMING_OUT: NodeStatusPhase.TIMED_OUT,
 }
-
-
-@dataclass
-class DagOutcome:
-    complete: bool = False
-    error: ErrorInfo | None = None
 
 
 class NodeExecutor:
