@@ -327,11 +327,10 @@ class NodeExecutor:
             _forget_the_run(st)
 
     def _make_successors_folders(self, nctx: NodeExecutionContext) -> None:
-        """Make the data folders of the nodes after a node that starts running, while it runs. Made when the
-        successor starts, its two new folders took a few tenths of a millisecond each on a busy disk, between
-        a task's exit and its successor's start. A remote store has no folders. One that cannot be made now
-        is left to the successor's start, which says why. A map task's item (in no DAG) has none: it builds
-        no scope."""
+        """Make the data folders of the nodes after a node that starts running, while it runs, so that making
+        them (two new folders a successor, slow on a busy disk) does not stand between a task's exit and its
+        successor's start. A remote store has no folders. One that cannot be made now is left to the
+        successor's start, which says why. A map task's item (in no DAG) has none: it builds no scope."""
         dag = nctx.scope.dag if nctx.scope is not None else nctx.round.workflow
         successors = [node_id for node_id in dag.downstream.get(nctx.node.id, ()) if node_id != END_NODE]
         if not successors:
@@ -452,9 +451,9 @@ def _fmt(delta: timedelta) -> str:
 
 def _forget_the_run(st: NodeStatus) -> None:
     """What a done node needed only while it ran, dropped (as FlytePropeller's NodeStatus.UpdatePhase does): the
-    status is persisted whole every round, and a long workflow's done nodes made most of it (a 1,000-task chain's
-    grew to 1.2 MB). Kept: the phase, attempts, error and message, when it stopped, and its data folders, which
-    downstream nodes read its outputs from."""
+    status is persisted whole every round, and in a long workflow its done nodes would make most of it. Kept:
+    the phase, attempts, error and message, when it stopped, and its data folders, which downstream nodes read
+    its outputs from."""
     st.queued_at = st.started_at = st.last_attempt_started_at = None
     st.task, st.sub_nodes, st.array = None, {}, None
     st.branch_taken = st.dynamic_phase = st.workflow_phase = None
