@@ -4,7 +4,7 @@ On start the engine claims the lease of every unfinished execution no other live
 queues it (this is what makes a restart resume); see leases.py. Workers take one execution at a time
 from the queue (never the same one twice at once) and run an evaluation round in a thread, since rounds
 do blocking database, blob and process work; rounds start one at a time unless one is waiting on I/O
-(gate.py). An execution another replica holds is left to it. The
+(round_gate.py). An execution another replica holds is left to it. The
 resync renews this replica's leases, takes over expired ones and queues what it holds. The engine
 never serves the API; admin wakes it with notify().
 """
@@ -24,11 +24,11 @@ from flytelite.metrics import OWN, PROPELLER
 from flytelite.plugins.registry import PluginRegistry, default_plugins
 from flytelite.propeller.clients import AdminClients
 from flytelite.propeller.events import EventRecorder, EventSink
-from flytelite.propeller.gate import RoundGate
 from flytelite.propeller.leases import LeaseLost, Leases
-from flytelite.propeller.node_executor import NodeExecutor
+from flytelite.propeller.nodes.executor import NodeExecutor
 from flytelite.propeller.nodes.registry import HandlerRegistry, default_handlers
 from flytelite.propeller.queue import QueueShutDown, WorkQueue
+from flytelite.propeller.round_gate import RoundGate
 from flytelite.propeller.workflow_executor import WorkflowExecutor
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ class Engine:
         self._threads: ThreadPoolExecutor | None = None
         self._tasks: list[asyncio.Task] = []
         self._pending: set[ExecutionKey] = set()
-        self._gate = RoundGate()
+        self._round_gate = RoundGate()
         self.rounds = 0
         # Workers evaluating a round now.
         self._busy = 0
@@ -140,9 +140,9 @@ class Engine:
             pass
 
     async def _in_thread(self, fn: Callable[..., T], *args) -> T:
-        """Run a worker's `fn(*args)` in a thread, through the round gate (gate.py)."""
+        """Run a worker's `fn(*args)` in a thread, through the round gate (round_gate.py)."""
         loop = asyncio.get_running_loop()
-        return await self._gate.run(lambda: loop.run_in_executor(self._threads, fn, *args))
+        return await self._round_gate.run(lambda: loop.run_in_executor(self._threads, fn, *args))
 
     async def _worker(self, index: int) -> None:
         while True:

@@ -27,9 +27,9 @@ from flytelite.logs import execution_scope
 from flytelite.propeller.clients import AdminClients, unconnected
 from flytelite.propeller.events import EventRecorder
 from flytelite.propeller.execution_context import ExecutionRound
-from flytelite.propeller.failure_node import handle_failure_node
 from flytelite.propeller.leases import LeaseLost, Leases
-from flytelite.propeller.node_executor import NodeExecutor
+from flytelite.propeller.nodes.executor import NodeExecutor
+from flytelite.propeller.nodes.failure_node import handle_failure_node
 from flytelite.propeller.phases import WORKFLOW_DONE, WorkflowStatusPhase
 from flytelite.propeller.status import WorkflowStatus, iso
 from flytelite.propeller.workflow import ExecutableWorkflow
@@ -38,15 +38,15 @@ from flytelite.store.models import FlyteWorkflow
 from flytelite.store.statements import DriverQuery, changed_rows
 
 log = logging.getLogger(__name__)
-# Every round reads and writes one row: the statements are built once (building one, and its cache key, took
-# longer than running it) and executed with the execution's key bound. The write is the table's, not the
+# Every round reads and writes one row: the statements are built once (building one, and its cache key, costs
+# more than running it) and executed with the execution's key bound. The write is the table's, not the
 # ORM entity's: no object of the row is loaded, so there is nothing to synchronize.
 _TABLE = FlyteWorkflow.table()
 _THIS_ROW = (_TABLE.c.project == bindparam("key_project"), _TABLE.c.domain == bindparam("key_domain"),
              _TABLE.c.name == bindparam("key_name"))
 # A round reads the workflow and the spec (which never change) only when it does not hold them yet, and the
-# status only when it is not the one the round before left: a 100-node chain's row is ~100 KB, and reading
-# it all took a fifth of the round that starts the next task.
+# status only when it is not the one the round before left: the row grows with the workflow's nodes, and
+# reading it whole would be a large part of a round that only starts the next task.
 _HELD = bindparam("held", type_=Boolean)
 _KEPT_STATUS = bindparam("kept_status", type_=Text)
 _READ_ROUND = select(

@@ -36,7 +36,7 @@ from flytelite.admin.events import EventSink
 from flytelite.config import Config
 from flytelite.propeller.events import EventRecorder
 from flytelite.propeller.execution_context import ExecutionRound
-from flytelite.propeller.node_executor import NodeExecutor
+from flytelite.propeller.nodes.executor import NodeExecutor
 from flytelite.propeller.nodes.handler import NodeExecutionContext
 from flytelite.propeller.nodes.registry import HandlerRegistry
 from flytelite.propeller.status import NodeStatus, WorkflowStatus

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.e2e
 
 def test_json_log_lines_name_the_execution_node_and_attempt_at_the_configured_levels(tmp_path):
     config = {"logging": {"format": "json", "level": "warning",
-                          "levels": {"flytelite.propeller.node_executor": "debug"}}}
+                          "levels": {"flytelite.propeller.nodes.executor": "debug"}}}
     server = make_server(tmp_path, yaml.safe_dump(config))
     server.start()
     try:
@@ -29,7 +29,7 @@ def test_json_log_lines_name_the_execution_node_and_attempt_at_the_configured_le
         server.stop()
     lines = [line for line in server.log_path.read_text().splitlines() if line.startswith("{")]
     records = [json.loads(line) for line in lines]
-    transitions = [r for r in records if r["logger"] == "flytelite.propeller.node_executor"
+    transitions = [r for r in records if r["logger"] == "flytelite.propeller.nodes.executor"
                    and r.get("execution") == f"flytesnacks/development/{name}"]
     assert [(r["node"], r["attempt"], r["message"]) for r in transitions if r["node"] == "n0"] == [
         ("n0", 0, "NOT_YET_STARTED -> QUEUED"), ("n0", 0, "QUEUED -> RUNNING"), ("n0", 0, "RUNNING -> SUCCEEDING"),

@@ -76,7 +76,7 @@ def _violations(source: str, package: str, where: str) -> list[str]:
 def test_the_walk_sees_every_engine_module():
     names = {p.relative_to(ROOT).as_posix() for p in _modules()}
     assert {"propeller/engine.py", "propeller/nodes/launch_plan/handler.py", "propeller/nodes/gate/handler.py",
-            "propeller/recovery.py", "propeller/clients/__init__.py", "plugins/registry.py",
+            "propeller/nodes/recovery.py", "propeller/clients/__init__.py", "plugins/registry.py",
             "plugins/agents/plugin.py"} <= names
 
 

@@ -1,6 +1,6 @@
 """The engine's seam for recovering nodes from an earlier execution (FlytePropeller's nodes/recovery.Client).
 
-Recovery (flytelite.propeller.recovery) asks how the original execution's run of a node ended; the
+Recovery (flytelite.propeller.nodes.recovery) asks how the original execution's run of a node ended; the
 answer is admin's record of that node execution (its closure and input URI). Node data is read
 from the blob store by the URIs it names, so RecoverNodeExecutionData has no counterpart here.
 """

@@ -10,7 +10,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from flyteidl.core import execution_pb2, literals_pb2, tasks_pb2, workflow_pb2
 from flyteidl.event import event_pb2
@@ -20,9 +20,6 @@ from flytelite.idl.error_kinds import ErrorInfo
 from flytelite.propeller.execution_context import ExecutionRound
 from flytelite.propeller.scope import DagScope
 from flytelite.propeller.status import NodeStatus
-
-if TYPE_CHECKING:
-    from flytelite.propeller.node_executor import DagOutcome
 
 
 class EPhase(Enum):
@@ -69,6 +66,14 @@ class PhaseInfo:
     def terminal(self) -> bool:
         return self.phase in (EPhase.SUCCESS, EPhase.FAILED, EPhase.RETRYABLE_FAILURE, EPhase.TIMED_OUT,
                               EPhase.SKIP, EPhase.RECOVERED)
+
+
+@dataclass
+class DagOutcome:
+    """Where one pass over a scope's nodes left them: complete, failed with `error`, or neither (still going)."""
+
+    complete: bool = False
+    error: ErrorInfo | None = None
 
 
 class SubNodeExecutor(Protocol):

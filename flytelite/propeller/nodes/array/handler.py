@@ -44,7 +44,7 @@ from flytelite.propeller.nodes.array.items import (
 from flytelite.propeller.nodes.array.state import ARRAY_DONE, ArrayPhase, ArrayState
 from flytelite.propeller.nodes.handler import NodeExecutionContext, NodeHandler, PhaseInfo, SubNodeExecutor
 from flytelite.propeller.nodes.launch_plan.handler import LaunchPlanHandler
-from flytelite.propeller.offloading import LiteralTooLarge, offload_large_literal
+from flytelite.propeller.nodes.offloading import LiteralTooLarge, offload_large_literal
 from flytelite.propeller.phases import NODE_DONE, NodeStatusPhase
 from flytelite.propeller.status import NodeStatus
 from flytelite.propeller.workflow import node_kind

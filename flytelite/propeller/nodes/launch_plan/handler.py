@@ -23,7 +23,7 @@ from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM, USER
 from flytelite.propeller.clients.launchplan import LaunchContext
 from flytelite.propeller.nodes.handler import NodeExecutionContext, NodeHandler, PhaseInfo
-from flytelite.propeller.recovery import original_child_execution
+from flytelite.propeller.nodes.recovery import original_child_execution
 
 WfPhase = core_exec.WorkflowExecution.Phase
 

@@ -16,7 +16,7 @@ import posixpath
 
 from flytelite.idl.error_kinds import SYSTEM
 from flytelite.idl.ids import END_NODE, describe
-from flytelite.propeller.failure_node import run_failure_node
+from flytelite.propeller.nodes.failure_node import run_failure_node
 from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
 from flytelite.propeller.phases import NodeStatusPhase
 from flytelite.propeller.scope import DagScope

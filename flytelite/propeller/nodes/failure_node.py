@@ -23,7 +23,7 @@ from flytelite.propeller.phases import NODE_FAILED, NODE_PASSED, NodeStatusPhase
 from flytelite.propeller.scope import DagScope
 
 if TYPE_CHECKING:
-    from flytelite.propeller.node_executor import NodeExecutor
+    from flytelite.propeller.nodes.executor import NodeExecutor
     from flytelite.propeller.nodes.handler import SubNodeExecutor
 
 # The input name flytekit gives a failure task's error (flytekit.types.error.FlyteError).

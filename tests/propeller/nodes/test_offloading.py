@@ -1,4 +1,4 @@
-"""Literal offloading (propeller/offloading.py) with a real blob store: large values are written to a blob
+"""Literal offloading (propeller/nodes/offloading.py) with a real blob store: large values are written to a blob
 of their own and replaced by their offloaded form; too large ones fail; tasks registered with an SDK that
 cannot read offloaded inputs are refused before they start, as FlytePropeller's CheckOffloadingCompat does."""
 
@@ -8,7 +8,7 @@ import pytest
 from flyteidl.core import literals_pb2, tasks_pb2
 
 from flytelite.config import LiteralOffloadingConfig
-from flytelite.propeller.offloading import LiteralTooLarge, offload_large_literal, offloading_refusal
+from flytelite.propeller.nodes.offloading import LiteralTooLarge, offload_large_literal, offloading_refusal
 from flytelite.storage import BlobStore
 from tests.propeller import harness as h
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Coroutine
 
 import pytest
 
-from flytelite.propeller.gate import RoundGate
+from flytelite.propeller.round_gate import RoundGate
 
 WAIT = 30  # seconds: a deadline only a broken gate reaches
 

@@ -7,7 +7,7 @@ import pytest
 from flyteidl.core import literals_pb2, types_pb2
 from google.protobuf import struct_pb2
 
-from flytelite.propeller.bindings import BindingError, resolve_bindings
+from flytelite.propeller.nodes.resolve import BindingError, resolve_bindings
 from flytelite.storage import BlobStore
 from tests.propeller.harness import literal, python_value
 

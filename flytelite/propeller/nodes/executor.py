@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import posixpath
-from dataclasses import dataclass
 from datetime import timedelta
 
 from flyteidl.core import execution_pb2, literals_pb2
@@ -22,12 +21,13 @@ from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM, USER, ErrorInfo
 from flytelite.idl.ids import END_NODE, START_NODE
 from flytelite.logs import enter_node, leave_node
-from flytelite.propeller.bindings import BindingError, resolve_bindings
 from flytelite.propeller.execution_context import ExecutionRound
-from flytelite.propeller.failure_node import set_error_input
-from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
+from flytelite.propeller.nodes.failure_node import set_error_input
+from flytelite.propeller.nodes.handler import DagOutcome, EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
+from flytelite.propeller.nodes.offloading import offloading_refusal
+from flytelite.propeller.nodes.recovery import recover_node
 from flytelite.propeller.nodes.registry import HandlerRegistry
-from flytelite.propeller.offloading import offloading_refusal
+from flytelite.propeller.nodes.resolve import BindingError, resolve_bindings
 from flytelite.propeller.phases import (
     NODE_ACTIVE,
     NODE_DONE,
@@ -36,7 +36,6 @@ from flytelite.propeller.phases import (
     NodeStatusPhase,
     node_event_phase,
 )
-from flytelite.propeller.recovery import recover_node
 from flytelite.propeller.scope import DagScope
 from flytelite.propeller.status import NodeStatus, iso, parse_iso
 from flytelite.propeller.workflow import node_kind
@@ -62,12 +61,6 @@ _SETTLES_INTO: dict[int, NodeStatusPhase] = {
     NodeStatusPhase.FAILING: NodeStatusPhase.FAILED,
     NodeStatusPhase.TIMING_OUT: NodeStatusPhase.TIMED_OUT,
 }
-
-
-@dataclass
-class DagOutcome:
-    complete: bool = False
-    error: ErrorInfo | None = None
 
 
 class NodeExecutor:
@@ -334,11 +327,10 @@ class NodeExecutor:
             _forget_the_run(st)
 
     def _make_successors_folders(self, nctx: NodeExecutionContext) -> None:
-        """Make the data folders of the nodes after a node that starts running, while it runs. Made when the
-        successor starts, its two new folders took a few tenths of a millisecond each on a busy disk, between
-        a task's exit and its successor's start. A remote store has no folders. One that cannot be made now
-        is left to the successor's start, which says why. A map task's item (in no DAG) has none: it builds
-        no scope."""
+        """Make the data folders of the nodes after a node that starts running, while it runs, so that making
+        them (two new folders a successor, slow on a busy disk) does not stand between a task's exit and its
+        successor's start. A remote store has no folders. One that cannot be made now is left to the
+        successor's start, which says why. A map task's item (in no DAG) has none: it builds no scope."""
         dag = nctx.scope.dag if nctx.scope is not None else nctx.round.workflow
         successors = [node_id for node_id in dag.downstream.get(nctx.node.id, ()) if node_id != END_NODE]
         if not successors:
@@ -459,9 +451,9 @@ def _fmt(delta: timedelta) -> str:
 
 def _forget_the_run(st: NodeStatus) -> None:
     """What a done node needed only while it ran, dropped (as FlytePropeller's NodeStatus.UpdatePhase does): the
-    status is persisted whole every round, and a long workflow's done nodes made most of it (a 1,000-task chain's
-    grew to 1.2 MB). Kept: the phase, attempts, error and message, when it stopped, and its data folders, which
-    downstream nodes read its outputs from."""
+    status is persisted whole every round, and in a long workflow its done nodes would make most of it. Kept:
+    the phase, attempts, error and message, when it stopped, and its data folders, which downstream nodes read
+    its outputs from."""
     st.queued_at = st.started_at = st.last_attempt_started_at = None
     st.task, st.sub_nodes, st.array = None, {}, None
     st.branch_taken = st.dynamic_phase = st.workflow_phase = None
