@@ -7,6 +7,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import yaml
+
 REPO = Path(__file__).resolve().parents[2]
 GENERATOR = REPO / "scripts" / "docs" / "config_reference.py"
 
@@ -56,3 +58,13 @@ def test_a_fields_doc_is_the_comment_block_directly_above_it():
 
     docs = reference.field_docs(Sample)
     assert docs == {"documented": "The first line and the second.", "bare": ""}
+
+
+def test_the_site_generates_the_page_at_build_time():
+    mkdocs = yaml.safe_load((REPO / "mkdocs.yml").read_text())
+    assert "scripts/docs/config_reference.py" in mkdocs["hooks"]
+    assert not (REPO / "docs" / reference_page()).exists(), "the reference is generated; do not commit a copy"
+
+
+def reference_page() -> str:
+    return _generator().PAGE
