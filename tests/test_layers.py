@@ -1,5 +1,5 @@
 """Imports point one way: every module of flytelite imports only from its own layer and the layers below it,
-as the README's map of the code lists them (top to bottom there is bottom to top here)."""
+as CONTRIBUTING.md's map of the code lists them (top to bottom there is bottom to top here)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
 def test_every_package_is_in_a_layer():
     tops = {p.stem if p.suffix == ".py" else p.name for p in ROOT.iterdir()
             if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").exists()}
-    assert tops == set(LAYER), "add the new package to LAYERS and to the README's map"
+    assert tops == set(LAYER), "add the new package to LAYERS and to the map in CONTRIBUTING.md"
 
 
 def test_imports_point_down_the_layers():
