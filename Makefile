@@ -3,8 +3,8 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 PYTHON ?= python3
 
-.PHONY: start test test-ops test-postgres test-k8s test-oldest test-compute test-deploy lint bench k8s-build dist image \
-	clean
+.PHONY: start test test-ops test-postgres test-k8s test-oldest test-compute test-deploy lint docs docs-build bench \
+	k8s-build dist image clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -79,10 +79,23 @@ $(COMPUTE_VENV)/.installed: pyproject.toml Makefile
 test-compute: $(VENV)/.dev-installed $(COMPUTE_VENV)/.installed
 	FLYTELITE_COMPUTE_PYTHON=$(abspath $(COMPUTE_VENV))/bin/python $(PY) -m pytest -q -p no:cacheprovider tests/compute $(PYTEST_ARGS)
 
-# ruff, then mypy over flytelite/ (its settings and per-module exceptions: pyproject.toml [tool.mypy]).
+# ruff, then mypy over flytelite/ (its settings and per-module exceptions: pyproject.toml [tool.mypy]), then
+# the documentation site's strict build.
 lint: $(VENV)/.dev-installed
-	$(VENV)/bin/ruff check benchmarks flytelite tests
+	$(VENV)/bin/ruff check benchmarks flytelite tests scripts/docs
 	$(VENV)/bin/mypy flytelite
+	$(MAKE) --no-print-directory docs-build
+
+# The documentation site (mkdocs.yml, docs/; the configuration reference is generated from flytelite/config at
+# each build by scripts/docs/config_reference.py). `make docs` serves it on localhost:8000 and rebuilds it on
+# every change; `make docs-build` writes it to site/ and fails on any warning (a broken link or anchor).
+# (NO_MKDOCS_2_WARNING: the theme's notice about its future, printed on every build otherwise.)
+MKDOCS = NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs
+docs: $(VENV)/.dev-installed
+	$(MKDOCS) serve $(DOCS_ARGS)
+
+docs-build: $(VENV)/.dev-installed
+	$(MKDOCS) build --strict --site-dir site
 
 bench: $(VENV)/.dev-installed
 	$(PY) -m benchmarks.run $(BENCH_ARGS)
@@ -109,4 +122,4 @@ test-deploy: $(VENV)/.dev-installed image
 	$(PY) -m pytest -q -p no:cacheprovider tests/deploy $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) $(OLDEST_VENV) $(COMPUTE_VENV) build dist *.egg-info .mypy_cache
+	rm -rf $(VENV) $(OLDEST_VENV) $(COMPUTE_VENV) build dist site *.egg-info .mypy_cache

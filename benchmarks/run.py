@@ -150,7 +150,7 @@ How each row is measured (see the modules in benchmarks/ for the code):
   /dev/shm: the difference is what creating and deleting their files costs on the disk; "engine.attempts_dir
   on tmpfs" runs the map on a server whose home is on the disk and whose attempts' folders alone are in
   /dev/shm. Servers run one after another: where the disk creates files slowly for minutes after many
-  were deleted (see the README's warm workers), a server's runs also pay for the deletions of the one
+  were deleted (see warm workers in docs/how-to/task-environments.md), a server's runs also pay for the deletions of the one
   before it. Hello world is
   timed by the client (`pyflyte run --remote` started to the execution seen SUCCEEDED, polled every 20 ms),
   each run followed by `pyflyte run` of the same file, both from a venv holding flytekit alone (installed

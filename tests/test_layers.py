@@ -1,5 +1,5 @@
 """Imports point one way: every module of flytelite imports only from its own layer and the layers below it,
-as the README's map of the code lists them (top to bottom there is bottom to top here). Inside the engine
+as CONTRIBUTING.md's map of the code lists them (top to bottom there is bottom to top here). Inside the engine
 (`propeller`, and its `nodes`) the same rule holds between the layers of PROPELLER_LAYERS."""
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def _runtime_imports():
 
 
 def test_every_package_is_in_a_layer():
-    assert _children("flytelite") == set(LAYER), "add the new package to LAYERS and to the README's map"
+    assert _children("flytelite") == set(LAYER), "add the new package to LAYERS and to the map in CONTRIBUTING.md"
 
 
 def test_imports_point_down_the_layers():

@@ -34,6 +34,7 @@ class EngineConfig:
     resync_seconds: float = 5.0
     # Retries of system errors (process lost or killed), on top of the user's retries.
     max_system_retries: int = 3
+    # Nodes of an execution that run at once when neither its launch nor its launch plan sets max parallelism.
     default_max_parallelism: int = 25
     # Seconds an execution's lease lasts without renewal: how long the executions of a replica that died
     # wait before another replica takes them over (propeller/leases.py). Renewed every third of it. Also the
@@ -59,8 +60,7 @@ class EngineConfig:
     # its map tasks) while the group has as many busy workers as processors, before it gets a process of its
     # own (0: never waits; see plugins/warm/zygote.py; a worker whose item ran 0.1 s is not busy).
     # Fewer processes than items in flight keep the processors' caches warm, and the server's rounds take the
-    # items' news in batches meanwhile (see LocalProcessPlugin._warm_news): a 1,000-item map on 2 cores took
-    # 4.0-4.2 s instead of 4.9 s with the home on tmpfs. An attempt sent while more of its group's wait than
+    # items' news in batches meanwhile (see LocalProcessPlugin._warm_news). An attempt sent while more of its group's wait than
     # there are processors reports QUEUED until it starts (LocalProcessPlugin._sent); one that waits behind
     # fewer counts as running, as one given to an idle worker does.
     warm_queue_seconds: float = 1.0
@@ -68,8 +68,8 @@ class EngineConfig:
     # deleted after its attempt; empty: <home>/work. Their temp folders are in the server's temp folder. A
     # folder on a tmpfs (such as /dev/shm/flytelite) keeps that churn of small files off the disk: on an ext4
     # without a journal, creating a file soon after many were deleted costs the kernel a scan past each of
-    # them (see the README), and on such a disk a 1,000-item map took 5.1-5.5 s instead of 5.9-6.0 s (runs
-    # paired). Tasks' files in it then take memory: leave it on the disk for tasks that write large ones.
+    # them (docs/how-to/task-environments.md). Tasks' files in it then take memory: leave it on the disk for
+    # tasks that write large ones.
     attempts_dir: str = ""
     # Where executions show besides the database: "" (nowhere) or "kubernetes" (each execution also a
     # FlyteWorkflow object in its namespace, as on a Flyte cluster; see propeller/crd).
@@ -106,6 +106,7 @@ CATCHUP_POLICIES = ("all", "latest", "none")
 
 @dataclass
 class SchedulerConfig:
+    # Launch the executions of active schedules (false: no schedule fires on this server).
     enabled: bool = True
     # Seconds between two looks at the active schedules.
     tick_seconds: float = 1.0
@@ -137,12 +138,17 @@ class S3Config:
 
     # e.g. http://localhost:30002 for MinIO or another S3-compatible server; empty: AWS itself.
     endpoint: str = ""
+    # The bucket's region; empty: AWS_REGION or AWS_DEFAULT_REGION.
     region: str = ""
+    # Static credentials, with secret_access_key; empty: botocore's own chain (AWS_ACCESS_KEY_ID, ~/.aws,
+    # a role), which task processes inherit.
     access_key_id: str = ""
+    # The secret of access_key_id.
     secret_access_key: str = ""
     # The endpoint as clients (pyflyte, FlyteRemote, browsers) reach it, for presigned URLs, when it differs
     # from the one the server and its tasks use (a cluster-internal name, say). Empty: endpoint.
     public_endpoint: str = ""
+    # path, virtual or auto (botocore's); empty: path when an endpoint is set, auto otherwise.
     addressing_style: str = ""
 
     def __post_init__(self) -> None:
@@ -178,6 +184,7 @@ class KubernetesConfig:
 
     # A kubeconfig file; empty: the pod's own service account when flytelite runs in the cluster.
     kubeconfig: str = ""
+    # The kubeconfig's context to use; empty: its current context.
     context: str = ""
     # Namespace of a project and domain's pods (FlyteAdmin's namespace_mapping.template default).
     namespace_template: str = "{{ project }}-{{ domain }}"
@@ -186,18 +193,22 @@ class KubernetesConfig:
     # Task image -> the name the cluster knows it by (for clusters whose images are named differently);
     # "default" for every image not listed.
     images: dict[str, str] = field(default_factory=dict)
+    # The imagePullPolicy of task pods: Always, IfNotPresent or Never.
     image_pull_policy: str = "IfNotPresent"
     # Requests of a task that names none (its limit, when it names one, otherwise); a missing limit is the
     # request, as FlytePropeller sets it, except for CPU: a task that names no CPU gets default_cpu_limit
     # (empty: none, so it may use idle cores; FlytePropeller would cap it at its request). FlytePropeller's
     # default-cpus / default-memory are 1000m / 1024Mi; small requests fit more pods on a laptop's cluster.
     default_cpu: str = "100m"
+    # CPU limit of a task that names no CPU; empty: none.
     default_cpu_limit: str = ""
+    # Memory request of a task that names none, and its limit when it names none.
     default_memory: str = "1Gi"
     # Service account of pods whose execution names none (empty: the namespace's default).
     service_account: str = ""
     # What interruptible attempts get (FlytePropeller's interruptible-tolerations / -node-selector).
     interruptible_tolerations: list[dict] = field(default_factory=list)
+    # Node selector of interruptible attempts' pods.
     interruptible_node_selector: dict[str, str] = field(default_factory=dict)
     # Extra env vars of every pod (FlytePropeller's default-env-vars).
     env: dict[str, str] = field(default_factory=dict)
@@ -212,6 +223,7 @@ class KubernetesConfig:
     host_network: bool = False
     # Delete finished pods (FlytePropeller keeps them until the FlyteWorkflow goes); keep failed ones to read.
     delete_finished_pods: bool = True
+    # Keep failed pods, to read them, even when delete_finished_pods is on.
     keep_failed_pods: bool = False
     # Most attempt pods not yet finished at once, over all executions (0: no cap): a 10,000-item map task
     # waits in QUEUED instead of flooding the apiserver.
@@ -225,6 +237,7 @@ class KubernetesConfig:
     # collected by two containers beside theirs (FlytePropeller's co-pilot): `copilot_command` in
     # `copilot_image`, an image with flytelite installed (empty: the image "default" in `images` maps to).
     copilot_image: str = ""
+    # The co-pilot containers' command, run in copilot_image.
     copilot_command: list[str] = field(default_factory=lambda: ["python3", "-m", COPILOT_MODULE])
 
     def __post_init__(self) -> None:
@@ -245,7 +258,9 @@ class TaskResourcesConfig:
     TASK_RESOURCE matchable attributes say otherwise for its project, domain or workflow. Keys: cpu, memory,
     gpu, ephemeral_storage, as Kubernetes quantities ("500m", "1Gi"). Empty (the default): tasks keep theirs."""
 
+    # Requests of a task's container that names none: resource -> quantity.
     defaults: dict[str, str] = field(default_factory=dict)
+    # The most a task's requests and limits may be: resource -> quantity.
     limits: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -268,6 +283,7 @@ class RemoteDataConfig:
     signed URLs on; flytekit's FlyteRemote then downloads it. 0 returns everything inline.
     """
 
+    # Execution data of this size or more comes back as a link only (0: always inline).
     max_size_bytes: int = 2 * MB
     # Lifetime of those links.
     signed_url_seconds: int = 3600
@@ -286,6 +302,7 @@ LOG_FORMATS = ("text", "json")
 class TracingConfig:
     """OpenTelemetry traces (flytelite/tracing.py), sent over OTLP/HTTP or OTLP/gRPC."""
 
+    # Send traces (off by default).
     enabled: bool = False
     # How spans reach the collector: "http" (OTLP/HTTP, protobuf) or "grpc" (OTLP/gRPC).
     protocol: str = "http"
@@ -294,6 +311,7 @@ class TracingConfig:
     endpoint: str = ""
     # Share of the traces started here that are kept (parent-based: a caller's sampled trace is kept).
     sampler_ratio: float = 1.0
+    # The service name the spans carry.
     service_name: str = "flytelite"
 
     def __post_init__(self) -> None:
@@ -320,6 +338,7 @@ class LoggingConfig:
     # The level of every logger (`flytelite start --log-level` overrides it), and levels of some, by
     # logger name (a component: e.g. {"flytelite.propeller": "debug", "flytelite.scheduler": "warning"}).
     level: str = "info"
+    # A level per logger name, e.g. {"flytelite.propeller": "debug"}.
     levels: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -337,7 +356,9 @@ class GrpcConfig:
     for both there). flytekit itself reads at most 20 MiB per reply, so raising the send limit past that helps
     other clients only; large execution data travels as links (remote_data) instead."""
 
+    # Largest request the API takes: a larger one gets RESOURCE_EXHAUSTED naming this key.
     max_receive_message_bytes: int = 64 * MB
+    # Largest reply the API sends: a larger one gets RESOURCE_EXHAUSTED naming this key.
     max_send_message_bytes: int = 64 * MB
 
     def __post_init__(self) -> None:
@@ -354,8 +375,11 @@ class LiteralOffloadingConfig:
     `supported_sdk_versions` names cannot read such inputs and fail with LiteralOffloadingNotSupported.
     On by default (Flyte's default is off because of old SDKs; flytelite's clients are flytekit 1.16)."""
 
+    # Offload large outputs (on by default, unlike Flyte).
     enabled: bool = True
+    # Outputs of this many MB or more are offloaded.
     min_size_mb: int = 10
+    # Outputs of this many MB or more fail the task.
     max_size_mb: int = 1000
     # RuntimeMetadata.RuntimeType name -> least SDK version that reads offloaded literals.
     supported_sdk_versions: dict[str, str] = field(default_factory=lambda: {"FLYTE_SDK": "1.13.14"})
@@ -382,6 +406,7 @@ class GcConfig:
     """Retention (`flytelite gc`): finished executions older than `older_than` go, with their data, logs and
     cache entries. Empty: the server never collects by itself (`flytelite gc --older-than` still does)."""
 
+    # Age past which finished executions go, e.g. 30d or 12h; empty: the server does not collect.
     older_than: str = ""
     # Seconds between two collections inside the server (one replica collects: the "gc" leader).
     interval_seconds: float = 86400.0
@@ -411,25 +436,38 @@ class NotificationsConfig:
     emailer). Email, Slack and PagerDuty notifications all go out as e-mail to their recipients, as in Flyte.
     Empty `smtp_host`: nothing is sent (Flyte's "local" type); notifications are then only logged."""
 
+    # The SMTP server; empty: nothing is sent, notifications are only logged.
     smtp_host: str = ""
+    # The SMTP server's port.
     smtp_port: int = 25
     # Login when set (the server must offer AUTH); the password may also come from `smtp_password_env`.
     smtp_username: str = ""
+    # The login's password, or the environment variable smtp_password_env names that holds it.
     smtp_password: str = ""
+    # The environment variable holding the login's password.
     smtp_password_env: str = ""
     # STARTTLS: "auto" when the server offers it (FlyteAdmin's behaviour), "always" (fail without it), "never".
     starttls: str = "auto"
+    # Accept the SMTP server's TLS certificate without checking it.
     smtp_skip_tls_verify: bool = False
+    # The From address of the mails.
     sender: str = "flyte-notifications@example.com"
+    # The subject's template (Flyte's default). Variables: {{ project }} {{ domain }} {{ name }} {{ phase }}
+    # {{ error }}, {{ workflow.project|domain|name|version }}, {{ launch_plan.project|domain|name|version }}
+    # and {{ console_url }}.
     subject: str = DEFAULT_EMAIL_SUBJECT
+    # The body's template, with the subject's variables; an Email notification's own `template` replaces it.
     body: str = DEFAULT_EMAIL_BODY
     # A mail that could not be sent is tried again after retry_seconds, doubling up to max_retry_seconds,
     # until give_up_seconds after it was queued (0: never gives up). A permanent refusal (5xx) ends it at once.
     retry_seconds: float = 5.0
+    # The longest wait between two tries of a mail.
     max_retry_seconds: float = 300.0
+    # No more tries of a mail this long after it was queued (0: never gives up).
     give_up_seconds: float = 7 * 86400.0
     # Seconds between two looks at the outbox for mails due.
     poll_seconds: float = 1.0
+    # Seconds the SMTP server may take to connect or to answer a command.
     smtp_timeout_seconds: float = 30.0
 
     def __post_init__(self) -> None:
@@ -474,8 +512,12 @@ def expand_environment(value: Any, environ: Mapping[str, str], where: str) -> An
 
 @dataclass
 class Config:
+    # All state: the SQLite database flytelite.db, the blob store blobs/, task logs logs/, task folders work/
+    # (flag --home).
     home: Path = field(default_factory=lambda: Path(os.path.expanduser("~/.flytelite")))
+    # The address to listen on (flag --host).
     host: str = "0.0.0.0"
+    # One port for gRPC (the FlyteAdmin API) and HTTP (uploads, logs, REST, console) (flag --port).
     port: int = DEFAULT_PORT
     # The URL clients and task processes reach the API at (signed upload URLs, log and console links, the
     # API address eager tasks call): a load balancer in front of several replicas, or this machine's name.
@@ -498,21 +540,26 @@ class Config:
     # Raw-container image (flytekit ContainerTask) -> how its command runs here: "local" (as a process on this
     # machine) or a command prefix (e.g. "nice -n 10"). Unlisted images are not run (flytelite pulls nothing).
     raw_container_images: dict[str, str] = field(default_factory=dict)
+    # The engine: its threads, resyncs, leases, task processes and warm workers.
     engine: EngineConfig = field(default_factory=EngineConfig)
-    # Task type -> plugin ("local" or "kubernetes") for every project; `project_plugins` overrides it for a
-    # "<project>/<domain>" (or a whole "<project>"). Unlisted task types run locally.
+    # Task type -> plugin ("local", "kubernetes" or "agents") for every project; `project_plugins` overrides it
+    # for a "<project>/<domain>" (or a whole "<project>"). Unlisted task types run locally.
     plugins: dict[str, str] = field(default_factory=dict)
+    # "<project>/<domain>" or "<project>" -> {task type -> plugin}, ahead of `plugins`.
     project_plugins: dict[str, dict[str, str]] = field(default_factory=dict)
     kubernetes: KubernetesConfig = field(default_factory=KubernetesConfig)
     # Task types run by flytekit agents (plugins/agents): which agent server runs which type.
     agent_service: AgentServiceConfig = field(default_factory=AgentServiceConfig)
     # The compute engines' task types run on this machine: a cluster per attempt, or one named here.
     spark: SparkConfig = field(default_factory=SparkConfig)
+    # Where ray tasks run: a Ray cluster per attempt, or the one named here.
     ray: RayConfig = field(default_factory=RayConfig)
+    # Where dask tasks run: a Dask cluster per attempt, or the one named here.
     dask: DaskConfig = field(default_factory=DaskConfig)
     task_resources: TaskResourcesConfig = field(default_factory=TaskResourcesConfig)
     # Lifetime of signed upload URLs.
     upload_url_seconds: int = 3600
+    # Largest upload to flytelite's own signed URLs (a local blob store; S3 uploads go to the bucket).
     max_upload_bytes: int = 1024 * 1024 * 1024
     remote_data: RemoteDataConfig = field(default_factory=RemoteDataConfig)
     grpc: GrpcConfig = field(default_factory=GrpcConfig)
@@ -521,6 +568,7 @@ class Config:
     literal_offloading: LiteralOffloadingConfig = field(default_factory=LiteralOffloadingConfig)
     gc: GcConfig = field(default_factory=GcConfig)
     notifications: NotificationsConfig = field(default_factory=NotificationsConfig)
+    # Cron and fixed-rate schedules of active launch plans.
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     # What this process runs: "all" (API, console, engine and scheduler), "api" (API and console only: an
     # engine replica on the same database runs the executions) or "engine" (engine and scheduler, no port).
@@ -531,7 +579,9 @@ class Config:
     # certificate it does not already trust). tls_ca_file is what tasks verify the server with (default: the
     # certificate itself, right for a self-signed one).
     tls_cert: str = ""
+    # The PEM private key of tls_cert (flag --tls-key).
     tls_key: str = ""
+    # What task processes verify the server's certificate with; empty: tls_cert.
     tls_ca_file: str = ""
 
     def __post_init__(self) -> None:

@@ -4,7 +4,7 @@ The database is copied with SQLite's online backup API: a consistent snapshot wh
 The rest of the home is copied as it is: the blob store (when it is the home's folder), task logs, the keys
 of the URL signer and of the self-auth server. The task attempts' working folders are left out: a restored
 home's engine starts its attempts again in folders of its own. A PostgreSQL database and a remote blob
-store are backed up with their own tools (README: pg_dump, the bucket's versioning or copy).
+store are backed up with their own tools (docs/how-to/deploying.md: pg_dump, the bucket's versioning or copy).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def backup(config: Config, archive: Path) -> int:
     """Write the home of `config` into `archive`; the number of files written."""
     if config.database_url:
         raise BackupError(f"the database is {config.database_url.split('://')[0]}, not this home's SQLite file: back "
-                          "it up with its own tools (PostgreSQL: pg_dump --format=custom; README, Operations)")
+                          "it up with its own tools (PostgreSQL: pg_dump --format=custom; docs/how-to/deploying.md)")
     database = config.home / DATABASE
     if not database.exists():
         raise BackupError(f"no flytelite state in {config.home}: pass the --home (or --config) the server runs with")

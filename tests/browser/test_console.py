@@ -63,7 +63,7 @@ def test_run_page_follows_the_engine_and_streams_logs(page, server, remote, demo
     assert page.locator("#content").get_attribute("data-running") == "0"
     path = screenshot(page, "execution")
     if os.environ.get("FLYTELITE_UPDATE_DOCS_SCREENSHOT"):
-        # Refresh the README's picture only when asked, so a test run leaves the tree clean.
+        # Refresh the documentation's picture (docs/console.png) only when asked, so a run leaves the tree clean.
         DOCS_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, DOCS_SCREENSHOT)
 
