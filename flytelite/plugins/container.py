@@ -21,7 +21,8 @@ from pathlib import Path
 from flytelite.context import Context
 from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM, USER
-from flytelite.plugins.local_process import AttemptState, LocalProcessPlugin
+from flytelite.plugins.local.plugin import LocalProcessPlugin
+from flytelite.plugins.local.state import AttemptState
 from flytelite.plugins.machinery import copilot, processes
 from flytelite.plugins.machinery.core import PluginPhase, PluginPhaseInfo, TaskExecutionContext
 from flytelite.plugins.machinery.slots import TaskSlots

@@ -473,7 +473,7 @@ def _fast_execute(args: list[str]) -> list[str]:
         if arg == "--resolver":
             inner += ["--dynamic-addl-distro", distribution, "--dynamic-dest-dir", dest_dir]
         inner.append(arg)
-    return inner  # the server put the code's folder on PYTHONPATH (local_process._importable)
+    return inner  # the server put the code's folder on PYTHONPATH (plugins/local/folders.py's importable)
 
 
 def _download_distribution(distribution: str, dest_dir: str) -> None:
