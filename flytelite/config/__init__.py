@@ -78,8 +78,12 @@ def expand_environment(value: Any, environ: Mapping[str, str], where: str) -> An
 
 @dataclass
 class Config:
+    # The server's own folder: its SQLite database, blob store, logs and attempts' folders unless configured
+    # elsewhere.
     home: Path = field(default_factory=lambda: Path(os.path.expanduser("~/.flytelite")))
+    # The address the public port listens on.
     host: str = "0.0.0.0"
+    # The public port: the gRPC API, the REST API and the console, all on this one port.
     port: int = DEFAULT_PORT
     # The URL clients and task processes reach the API at (signed upload URLs, log and console links, the
     # API address eager tasks call): a load balancer in front of several replicas, or this machine's name.
@@ -102,40 +106,57 @@ class Config:
     # Raw-container image (flytekit ContainerTask) -> how its command runs here: "local" (as a process on this
     # machine) or a command prefix (e.g. "nice -n 10"). Unlisted images are not run (flytelite pulls nothing).
     raw_container_images: dict[str, str] = field(default_factory=dict)
+    # How the engine runs executions and where their task processes run (see EngineConfig).
     engine: EngineConfig = field(default_factory=EngineConfig)
-    # Task type -> plugin ("local" or "kubernetes") for every project; `project_plugins` overrides it for a
-    # "<project>/<domain>" (or a whole "<project>"). Unlisted task types run locally.
+    # Task type -> plugin ("local", "kubernetes" or "agents") for every project. Unlisted task types run
+    # locally.
     plugins: dict[str, str] = field(default_factory=dict)
+    # "<project>/<domain>" (or a whole "<project>") -> task type -> plugin, over `plugins` there.
     project_plugins: dict[str, dict[str, str]] = field(default_factory=dict)
+    # The cluster of the task types `plugins` sends to "kubernetes" (see KubernetesConfig).
     kubernetes: KubernetesConfig = field(default_factory=KubernetesConfig)
     # Task types run by flytekit agents (plugins/agents): which agent server runs which type.
     agent_service: AgentServiceConfig = field(default_factory=AgentServiceConfig)
-    # The compute engines' task types run on this machine: a cluster per attempt, or one named here.
+    # Spark tasks run on this machine: a Spark per attempt, or the master named here (see SparkConfig).
     spark: SparkConfig = field(default_factory=SparkConfig)
+    # Ray tasks run on this machine: a Ray cluster per attempt, or the one named here (see RayConfig).
     ray: RayConfig = field(default_factory=RayConfig)
+    # Dask tasks run on this machine: a Dask cluster per attempt, or the scheduler named here (see DaskConfig).
     dask: DaskConfig = field(default_factory=DaskConfig)
+    # Tasks' default and largest resources (see TaskResourcesConfig).
     task_resources: TaskResourcesConfig = field(default_factory=TaskResourcesConfig)
     # Lifetime of signed upload URLs.
     upload_url_seconds: int = 3600
+    # The largest file an upload URL takes.
     max_upload_bytes: int = 1024 * 1024 * 1024
+    # How much execution data the API returns inline (see RemoteDataConfig).
     remote_data: RemoteDataConfig = field(default_factory=RemoteDataConfig)
+    # The largest messages the gRPC API takes and gives (see GrpcConfig).
     grpc: GrpcConfig = field(default_factory=GrpcConfig)
+    # The server's log lines (see LoggingConfig).
     logging: LoggingConfig = field(default_factory=LoggingConfig)
+    # OpenTelemetry traces (see TracingConfig).
     tracing: TracingConfig = field(default_factory=TracingConfig)
+    # Large task outputs as blobs of their own (see LiteralOffloadingConfig).
     literal_offloading: LiteralOffloadingConfig = field(default_factory=LiteralOffloadingConfig)
+    # How long finished executions are kept (see GcConfig).
     gc: GcConfig = field(default_factory=GcConfig)
+    # E-mail for notifications (see NotificationsConfig).
     notifications: NotificationsConfig = field(default_factory=NotificationsConfig)
+    # How launch plans' schedules run (see SchedulerConfig).
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     # What this process runs: "all" (API, console, engine and scheduler), "api" (API and console only: an
     # engine replica on the same database runs the executions) or "engine" (engine and scheduler, no port).
     role: str = "all"
     # Authentication (flytelite as its own OAuth2 server, see flytelite/auth); off unless configured.
     auth: AuthConfig = field(default_factory=AuthConfig)
-    # TLS on the public port (PEM files): flytekit then connects with insecure: false (and caCertFilePath for a
-    # certificate it does not already trust). tls_ca_file is what tasks verify the server with (default: the
-    # certificate itself, right for a self-signed one).
+    # TLS on the public port: its certificate (a PEM file). flytekit then connects with insecure: false (and
+    # caCertFilePath for a certificate it does not already trust).
     tls_cert: str = ""
+    # The certificate's private key (a PEM file; with tls_cert, or neither).
     tls_key: str = ""
+    # What tasks verify the server with (a PEM file; default: the certificate itself, right for a self-signed
+    # one).
     tls_ca_file: str = ""
 
     def __post_init__(self) -> None:

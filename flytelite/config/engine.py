@@ -17,6 +17,8 @@ class EngineConfig:
     resync_seconds: float = 5.0
     # Retries of system errors (process lost or killed), on top of the user's retries.
     max_system_retries: int = 3
+    # How many nodes of an execution run at once when neither the execution, its launch plan nor the matchable
+    # attributes name a max_parallelism.
     default_max_parallelism: int = 25
     # Seconds an execution's lease lasts without renewal: how long the executions of a replica that died
     # wait before another replica takes them over (propeller/leases.py). Renewed every third of it. Also the
@@ -33,26 +35,26 @@ class EngineConfig:
     # Seconds a first attempt waits for its interpreter's zygote to import flytekit before running cold.
     warm_start_seconds: float = 60.0
     # How many task processes run on this machine at once, cold or warm, whatever the executions' and maps'
-    # parallelism (0: 16 per processor, at most one per 64 MiB of memory; see plugins/slots.py).
+    # parallelism (0: 16 per processor, at most one per 64 MiB of memory; see plugins/machinery/slots.py).
     # An attempt that finds every one taken waits in QUEUED, as a pod waits for room on its node.
     max_task_processes: int = 0
-    # The earlier name of max_task_processes, which it sets when that is 0 (it bounded warm attempts only).
+    # Another name of max_task_processes, kept for the configurations that use it: it sets max_task_processes
+    # when that is 0.
     warm_pool_size: int = 0
     # Seconds an attempt may wait for a busy worker of its group (the tasks of one code version; the items of
     # its map tasks) while the group has as many busy workers as processors, before it gets a process of its
     # own (0: never waits; see plugins/warm/zygote.py; a worker whose item ran 0.1 s is not busy).
     # Fewer processes than items in flight keep the processors' caches warm, and the server's rounds take the
-    # items' news in batches meanwhile (see LocalProcessPlugin._warm_news): a 1,000-item map on 2 cores took
-    # 4.0-4.2 s instead of 4.9 s with the home on tmpfs. An attempt sent while more of its group's wait than
-    # there are processors reports QUEUED until it starts (LocalProcessPlugin._sent); one that waits behind
-    # fewer counts as running, as one given to an idle worker does.
+    # items' news in batches meanwhile (see plugins/local/warm.py's news). An attempt sent while more of its
+    # group's wait than there are processors reports QUEUED until it starts (plugins/local/warm.py's sent); one
+    # that waits behind fewer counts as running, as one given to an idle worker does.
     warm_queue_seconds: float = 1.0
     # Where task attempts' folders go (their working folder with the unpacked code, their pid files), each
     # deleted after its attempt; empty: <home>/work. Their temp folders are in the server's temp folder. A
     # folder on a tmpfs (such as /dev/shm/flytelite) keeps that churn of small files off the disk: on an ext4
     # without a journal, creating a file soon after many were deleted costs the kernel a scan past each of
-    # them (see the README), and on such a disk a 1,000-item map took 5.1-5.5 s instead of 5.9-6.0 s (runs
-    # paired). Tasks' files in it then take memory: leave it on the disk for tasks that write large ones.
+    # them (see the README). Tasks' files in it then take memory: leave it on the disk for tasks that write
+    # large ones.
     attempts_dir: str = ""
     # Where executions show besides the database: "" (nowhere) or "kubernetes" (each execution also a
     # FlyteWorkflow object in its namespace, as on a Flyte cluster; see propeller/crd).

@@ -13,7 +13,9 @@ class GrpcConfig:
     for both there). flytekit itself reads at most 20 MiB per reply, so raising the send limit past that helps
     other clients only; large execution data travels as links (remote_data) instead."""
 
+    # The largest request the API takes.
     max_receive_message_bytes: int = 64 * MB
+    # The largest reply the API gives.
     max_send_message_bytes: int = 64 * MB
 
     def __post_init__(self) -> None:

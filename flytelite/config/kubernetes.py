@@ -16,6 +16,7 @@ class KubernetesConfig:
 
     # A kubeconfig file; empty: the pod's own service account when flytelite runs in the cluster.
     kubeconfig: str = ""
+    # The kubeconfig's context to use; empty: its current context.
     context: str = ""
     # Namespace of a project and domain's pods (FlyteAdmin's namespace_mapping.template default).
     namespace_template: str = "{{ project }}-{{ domain }}"
@@ -24,18 +25,22 @@ class KubernetesConfig:
     # Task image -> the name the cluster knows it by (for clusters whose images are named differently);
     # "default" for every image not listed.
     images: dict[str, str] = field(default_factory=dict)
+    # The imagePullPolicy of task containers: Always, IfNotPresent or Never.
     image_pull_policy: str = "IfNotPresent"
-    # Requests of a task that names none (its limit, when it names one, otherwise); a missing limit is the
-    # request, as FlytePropeller sets it, except for CPU: a task that names no CPU gets default_cpu_limit
-    # (empty: none, so it may use idle cores; FlytePropeller would cap it at its request). FlytePropeller's
-    # default-cpus / default-memory are 1000m / 1024Mi; small requests fit more pods on a laptop's cluster.
+    # CPU request of a task that names none (its limit, when it names one, otherwise). FlytePropeller's
+    # default-cpus is 1000m; small requests fit more pods on a laptop's cluster.
     default_cpu: str = "100m"
+    # CPU limit of a task that names no CPU (empty: none, so it may use idle cores; FlytePropeller would cap it
+    # at its request). A task's other missing limits are its requests, as FlytePropeller sets them.
     default_cpu_limit: str = ""
+    # Memory request of a task that names none (its limit, when it names one, otherwise); FlytePropeller's
+    # default-memory is 1024Mi.
     default_memory: str = "1Gi"
     # Service account of pods whose execution names none (empty: the namespace's default).
     service_account: str = ""
-    # What interruptible attempts get (FlytePropeller's interruptible-tolerations / -node-selector).
+    # Tolerations of interruptible attempts' pods (FlytePropeller's interruptible-tolerations).
     interruptible_tolerations: list[dict] = field(default_factory=list)
+    # Node selector of interruptible attempts' pods (FlytePropeller's interruptible-node-selector).
     interruptible_node_selector: dict[str, str] = field(default_factory=dict)
     # Extra env vars of every pod (FlytePropeller's default-env-vars).
     env: dict[str, str] = field(default_factory=dict)
@@ -48,8 +53,9 @@ class KubernetesConfig:
     # Run pods in the node's network (FlytePropeller's enable-host-networking-pod): on a single-node cluster,
     # pods then reach services on the machine's localhost, such as an S3 server.
     host_network: bool = False
-    # Delete finished pods (FlytePropeller keeps them until the FlyteWorkflow goes); keep failed ones to read.
+    # Delete finished pods (FlytePropeller keeps them until the FlyteWorkflow goes).
     delete_finished_pods: bool = True
+    # With delete_finished_pods: keep the failed ones, to read.
     keep_failed_pods: bool = False
     # Most attempt pods not yet finished at once, over all executions (0: no cap): a 10,000-item map task
     # waits in QUEUED instead of flooding the apiserver.
@@ -60,9 +66,10 @@ class KubernetesConfig:
     # (flyteplugins' kf-operator timeout; 0: wait forever).
     kubeflow_timeout_seconds: float = 60.0
     # Raw containers (flytekit ContainerTask) with data config get their inputs laid out and their outputs
-    # collected by two containers beside theirs (FlytePropeller's co-pilot): `copilot_command` in
-    # `copilot_image`, an image with flytelite installed (empty: the image "default" in `images` maps to).
+    # collected by two containers beside theirs (FlytePropeller's co-pilot): their image, one with flytelite
+    # installed (empty: the image "default" in `images` maps to).
     copilot_image: str = ""
+    # The co-pilot containers' command, in copilot_image.
     copilot_command: list[str] = field(default_factory=lambda: ["python3", "-m", COPILOT_MODULE])
 
     def __post_init__(self) -> None:

@@ -14,8 +14,11 @@ class LiteralOffloadingConfig:
     `supported_sdk_versions` names cannot read such inputs and fail with LiteralOffloadingNotSupported.
     On by default (Flyte's default is off because of old SDKs; flytelite's clients are flytekit 1.16)."""
 
+    # Offload large outputs, and tell flytekit's entrypoint to offload its own.
     enabled: bool = True
+    # Outputs of this many MB or more are offloaded.
     min_size_mb: int = 10
+    # Outputs of this many MB or more fail the task.
     max_size_mb: int = 1000
     # RuntimeMetadata.RuntimeType name -> least SDK version that reads offloaded literals.
     supported_sdk_versions: dict[str, str] = field(default_factory=lambda: {"FLYTE_SDK": "1.13.14"})

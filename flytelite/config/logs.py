@@ -15,9 +15,10 @@ class LoggingConfig:
     # "text" (one line per record) or "json" (one JSON object per line, with the execution, node and attempt
     # a record was logged for).
     format: str = "text"
-    # The level of every logger (`flytelite start --log-level` overrides it), and levels of some, by
-    # logger name (a component: e.g. {"flytelite.propeller": "debug", "flytelite.scheduler": "warning"}).
+    # The level of every logger (`flytelite start --log-level` overrides it).
     level: str = "info"
+    # Levels of some loggers, by logger name (a component: e.g. {"flytelite.propeller": "debug",
+    # "flytelite.scheduler": "warning"}).
     levels: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -17,6 +17,7 @@ class RemoteDataConfig:
     signed URLs on; flytekit's FlyteRemote then downloads it. 0 returns everything inline.
     """
 
+    # A LiteralMap this large or larger comes back as a link only (0: everything inline).
     max_size_bytes: int = 2 * MB
     # Lifetime of those links.
     signed_url_seconds: int = 3600

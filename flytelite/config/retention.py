@@ -22,6 +22,8 @@ class GcConfig:
     """Retention (`flytelite gc`): finished executions older than `older_than` go, with their data, logs and
     cache entries. Empty: the server never collects by itself (`flytelite gc --older-than` still does)."""
 
+    # Finished executions older than this (a duration: 30d, 12h) are collected; empty: the server never
+    # collects by itself.
     older_than: str = ""
     # Seconds between two collections inside the server (one replica collects: the "gc" leader).
     interval_seconds: float = 86400.0

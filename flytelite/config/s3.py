@@ -21,12 +21,17 @@ class S3Config:
 
     # e.g. http://localhost:30002 for MinIO or another S3-compatible server; empty: AWS itself.
     endpoint: str = ""
+    # The bucket's region; empty: AWS_REGION or AWS_DEFAULT_REGION.
     region: str = ""
+    # The access key, with its secret (both or neither); empty: botocore's own chain finds credentials.
     access_key_id: str = ""
+    # The secret of access_key_id.
     secret_access_key: str = ""
     # The endpoint as clients (pyflyte, FlyteRemote, browsers) reach it, for presigned URLs, when it differs
     # from the one the server and its tasks use (a cluster-internal name, say). Empty: endpoint.
     public_endpoint: str = ""
+    # How URLs name the bucket, as botocore's addressing_style: "path", "virtual" or "auto"; empty: "path"
+    # when an endpoint is set (MinIO, moto), "auto" otherwise.
     addressing_style: str = ""
 
     def __post_init__(self) -> None:

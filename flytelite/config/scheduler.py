@@ -10,6 +10,7 @@ CATCHUP_POLICIES = ("all", "latest", "none")
 
 @dataclass
 class SchedulerConfig:
+    # Run launch plans' schedules (false: schedules are kept, and none starts an execution).
     enabled: bool = True
     # Seconds between two looks at the active schedules.
     tick_seconds: float = 1.0

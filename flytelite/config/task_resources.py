@@ -15,7 +15,9 @@ class TaskResourcesConfig:
     TASK_RESOURCE matchable attributes say otherwise for its project, domain or workflow. Keys: cpu, memory,
     gpu, ephemeral_storage, as Kubernetes quantities ("500m", "1Gi"). Empty (the default): tasks keep theirs."""
 
+    # Resource -> the request of a task's container that names none.
     defaults: dict[str, str] = field(default_factory=dict)
+    # Resource -> the largest request or limit a task's container may have.
     limits: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

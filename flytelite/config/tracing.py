@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 class TracingConfig:
     """OpenTelemetry traces (flytelite/tracing.py), sent over OTLP/HTTP or OTLP/gRPC."""
 
+    # Record traces and send them to the collector.
     enabled: bool = False
     # How spans reach the collector: "http" (OTLP/HTTP, protobuf) or "grpc" (OTLP/gRPC).
     protocol: str = "http"
@@ -18,6 +19,7 @@ class TracingConfig:
     endpoint: str = ""
     # Share of the traces started here that are kept (parent-based: a caller's sampled trace is kept).
     sampler_ratio: float = 1.0
+    # The service.name the spans carry.
     service_name: str = "flytelite"
 
     def __post_init__(self) -> None:
