@@ -5,7 +5,7 @@ running its command here ("local", or a command prefix); any other image fails t
 config key to set. The command gets `{{.inputs.x}}` and the other template variables filled in, and
 its input and output dirs (/var/inputs and /var/outputs in Flyte) become per-attempt folders: every
 mention of them in the command, args and env is rewritten, inputs are laid out there before the
-command starts and outputs read from there after it exits (plugins/copilot.py). Starting, watching,
+command starts and outputs read from there after it exits (plugins/machinery/copilot.py). Starting, watching,
 adopting after a restart and killing the process are the local-process plugin's.
 """
 
