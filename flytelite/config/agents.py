@@ -18,15 +18,14 @@ OPERATIONS = ("CreateTask", "GetTask", "DeleteTask", "ExecuteTaskSync", "ListAge
 class AgentDeployment:
     """Where an agent server listens (Flyte's agent Deployment)."""
 
-    # host:port of the agent server's gRPC AgentService.
+    # The agent server's address (host:port).
     endpoint: str = ""
-    # Plain-text gRPC, without TLS.
+    # Plaintext gRPC; false: TLS, verified with the system's certificates.
     insecure: bool = True
     # Seconds an RPC may take unless `timeouts` names the operation (Flyte's defaultTimeout is 3 s; agents
     # started here share a loaded machine with the tasks, so flytelite waits longer). 0: no deadline.
     default_timeout_seconds: float = 10.0
-    # Seconds per operation (CreateTask, GetTask, DeleteTask, ExecuteTaskSync, ListAgents), ahead of
-    # default_timeout_seconds.
+    # Operation (one of OPERATIONS) -> seconds an RPC of it may take.
     timeouts: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -51,13 +50,13 @@ class AgentServiceConfig:
     deployments say they serve (ListAgents), then supported_task_types on default_agent, then the agent
     server flytelite starts in the task's environment (`pyflyte serve agent`, when `local_agents`)."""
 
-    # The agent server of task types no other agent runs (Flyte's defaultAgent).
+    # The deployment that runs supported_task_types.
     default_agent: AgentDeployment = field(default_factory=AgentDeployment)
-    # Agent servers by name (Flyte's agents), for agent_for_task_types to name.
+    # Named deployments, which agent_for_task_types names.
     agents: dict[str, AgentDeployment] = field(default_factory=dict)
-    # Task type -> the name of the agent in `agents` that runs it (Flyte's agentForTaskTypes).
+    # Task type -> the name of the deployment in `agents` that runs it.
     agent_for_task_types: dict[str, str] = field(default_factory=dict)
-    # Task types sent to default_agent without asking it (Flyte's supportedTaskTypes).
+    # Task types default_agent runs.
     supported_task_types: list[str] = field(default_factory=list)
     # Seconds between two ListAgents of the configured deployments (Flyte: pollInterval, 10 s).
     poll_interval_seconds: float = 10.0

@@ -20,12 +20,12 @@ TASK_CLIENT_ID = "flytepropeller"
 class ClientConfig:
     """One OAuth2 client: confidential when it has a secret hash (client credentials), public otherwise."""
 
-    # The hash of a confidential client's secret (`flytelite auth hash-secret`); empty: a public client.
+    # The hash of the client's secret, as `flytelite auth hash-secret` prints it; empty: a public client.
     secret_hash: str = ""
     # Where the authorization-code flow may send a public client back; loopback URIs match on any port
     # (RFC 8252 7.3), as native apps such as flytekit pick theirs.
     redirect_uris: list[str] = field(default_factory=list)
-    # The scopes the client's tokens may carry.
+    # The scopes the client may be granted ("all" for the API, "openid" for a service signing people in).
     scopes: list[str] = field(default_factory=lambda: list(DEFAULT_SCOPES))
 
     @property
@@ -37,13 +37,13 @@ class ClientConfig:
 class PublicClientConfig:
     """What GetPublicClientConfig hands flytekit for the PKCE flow (FlyteAdmin's thirdPartyConfig.flyteClient)."""
 
-    # The client id of flytekit's PKCE flow.
+    # The public client flytekit and flytectl sign in as.
     client_id: str = PUBLIC_CLIENT_ID
-    # Where the PKCE flow's browser comes back to.
+    # Where the flow sends flytekit back.
     redirect_uri: str = PUBLIC_REDIRECT_URI
-    # The scopes the PKCE flow asks for.
+    # The scopes flytekit asks for.
     scopes: list[str] = field(default_factory=lambda: list(DEFAULT_SCOPES))
-    # The audience flytekit asks its tokens for (empty: none).
+    # The audience flytekit asks tokens for (empty: none).
     audience: str = ""
 
 
@@ -59,13 +59,13 @@ class OpenIdConfig:
     issuer: str = ""
     # flytelite's client id at the provider.
     client_id: str = ""
-    # The client's secret, or a file holding it (FlyteAdmin's clientSecretName); neither for a public client.
+    # The client's secret (neither this nor client_secret_file for a public client).
     client_secret: str = ""
-    # A file holding the client's secret.
+    # A file holding the client's secret (FlyteAdmin's clientSecretName).
     client_secret_file: str = ""
-    # The scopes asked for; openid among them.
+    # The scopes asked for at sign-in (openid among them).
     scopes: list[str] = field(default_factory=lambda: ["openid", "profile", "email"])
-    # The ID token's claim naming the user (as roles and executions name them), and the one listing groups.
+    # The ID token's claim naming the user (as roles and executions name them).
     username_claim: str = "preferred_username"
     # The ID token's claim listing the user's groups.
     groups_claim: str = "groups"
@@ -83,17 +83,17 @@ class RoleGrant:
     """One role granted to users, OAuth2 clients and groups in the projects and domains named (fnmatch
     patterns: "*" is every one)."""
 
-    # viewer, launcher, registrar or admin; each may do what the one before it may, and more.
+    # One of ROLES.
     role: str = ""
-    # User names granted the role ("*": every signed-in user).
+    # User names granted the role.
     users: list[str] = field(default_factory=list)
-    # OAuth2 clients granted the role, signing in with their own credentials.
+    # OAuth2 client ids granted the role.
     clients: list[str] = field(default_factory=list)
-    # Groups granted the role (of auth.groups, or a token's groups claim).
+    # Groups granted the role (auth.groups, or the identity provider's).
     groups: list[str] = field(default_factory=list)
-    # The projects the role is granted in (default: every one).
+    # Projects the grant holds in (patterns).
     projects: list[str] = field(default_factory=lambda: ["*"])
-    # The domains the role is granted in (default: every one).
+    # Domains the grant holds in (patterns).
     domains: list[str] = field(default_factory=lambda: ["*"])
 
     def __post_init__(self) -> None:
@@ -117,7 +117,7 @@ class AuthConfig:
     access_token_seconds: int = 30 * 60
     # Lifetime of refresh tokens.
     refresh_token_seconds: int = 60 * 60
-    # Lifetime of authorization codes.
+    # Lifetime of an authorization code not yet exchanged for tokens.
     authorization_code_seconds: int = 5 * 60
     # PEM private key (RSA or EC) that signs tokens; empty: <home>/auth/signing-key.pem, generated if missing.
     # Replicas behind one public URL must share it (point them all at one file).
@@ -126,11 +126,11 @@ class AuthConfig:
     clients: dict[str, ClientConfig] = field(default_factory=dict)
     # Users who sign in through the browser (console, PKCE): name -> password hash.
     users: dict[str, str] = field(default_factory=dict)
+    # What flytekit is told to sign in with (see PublicClientConfig).
     public_client: PublicClientConfig = field(default_factory=PublicClientConfig)
     # Task attempts get this client's credentials to call the API (eager workflows, FlyteRemote in a task).
-    # Its secret is read from task_client_secret_file (empty: <home>/auth/task-client-secret, generated).
     task_client_id: str = TASK_CLIENT_ID
-    # The file of the task client's secret; replicas that do not share a home must share it.
+    # The file the task client's secret is read from (empty: <home>/auth/task-client-secret, generated).
     task_client_secret_file: str = ""
     # gRPC metadata key flytekit sends the token under (GetPublicClientConfig.authorization_metadata_key).
     header_key: str = HEADER_KEY

@@ -5,7 +5,7 @@ running its command here ("local", or a command prefix); any other image fails t
 config key to set. The command gets `{{.inputs.x}}` and the other template variables filled in, and
 its input and output dirs (/var/inputs and /var/outputs in Flyte) become per-attempt folders: every
 mention of them in the command, args and env is rewritten, inputs are laid out there before the
-command starts and outputs read from there after it exits (plugins/copilot.py). Starting, watching,
+command starts and outputs read from there after it exits (plugins/machinery/copilot.py). Starting, watching,
 adopting after a restart and killing the process are the local-process plugin's.
 """
 
@@ -21,7 +21,8 @@ from pathlib import Path
 from flytelite.context import Context
 from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM, USER
-from flytelite.plugins.local_process import AttemptState, LocalProcessPlugin
+from flytelite.plugins.local.plugin import LocalProcessPlugin
+from flytelite.plugins.local.state import AttemptState
 from flytelite.plugins.machinery import copilot, processes
 from flytelite.plugins.machinery.core import PluginPhase, PluginPhaseInfo, TaskExecutionContext
 from flytelite.plugins.machinery.slots import TaskSlots

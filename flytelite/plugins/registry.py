@@ -143,7 +143,7 @@ def default_plugins(ctx) -> PluginRegistry:
     from flytelite.plugins.compute.spark import SparkPlugin
     from flytelite.plugins.container import RawContainerPlugin
     from flytelite.plugins.echo import EchoPlugin
-    from flytelite.plugins.local_process import LocalProcessPlugin
+    from flytelite.plugins.local.plugin import LocalProcessPlugin
 
     routed: dict[str, list[Plugin]] = {}
     if ctx.config.uses_kubernetes:

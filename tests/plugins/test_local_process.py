@@ -8,7 +8,7 @@ from pathlib import Path
 
 from flyteidl.core import literals_pb2
 
-from flytelite.plugins.local_process import LocalProcessPlugin
+from flytelite.plugins.local.plugin import LocalProcessPlugin
 from flytelite.plugins.machinery import processes
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
@@ -171,13 +171,13 @@ def test_finished_attempts_folders_are_deleted_in_the_background_and_what_a_stop
     try:
         plugin.setup(loop)
         wait_for(lambda: not left.exists(), "the folder left in the trash to be deleted")
-        plugin._discard(str(attempts[0]))
+        plugin.cleaner.discard(str(attempts[0]))
         wait_for(lambda: not attempts[0].exists(), "the attempt's folder to be deleted")
         assert not any(trash.iterdir())  # deleted where it was, not moved
         # A sweep that has not started when the server stops: its folder goes into the trash.
-        monkeypatch.setattr("flytelite.plugins.local_process.SWEEP_DELAY_SECONDS", 60.0)
-        plugin._discard(str(attempts[1]))  # queues a sweep that waits
-        plugin._discard(str(attempts[1]))  # handed over again meanwhile: still one sweep, one move
+        monkeypatch.setattr("flytelite.plugins.local.cleaner.SWEEP_DELAY_SECONDS", 60.0)
+        plugin.cleaner.discard(str(attempts[1]))  # queues a sweep that waits
+        plugin.cleaner.discard(str(attempts[1]))  # handed over again meanwhile: still one sweep, one move
     finally:
         plugin.close()
         loop.close()

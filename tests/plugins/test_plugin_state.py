@@ -7,7 +7,7 @@ import json
 
 from flytelite.plugins.agents.plugin import AgentState, AgentStatus
 from flytelite.plugins.kubernetes.plugin import PodState, PodStatus
-from flytelite.plugins.local_process import AttemptState, AttemptStatus
+from flytelite.plugins.local.state import AttemptState, AttemptStatus
 
 
 def test_a_pod_state_written_before_types_loads_and_is_written_back_unchanged():

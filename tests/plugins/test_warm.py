@@ -18,7 +18,8 @@ import pytest
 from flyteidl.core import literals_pb2
 
 from flytelite.config import Config, EngineConfig
-from flytelite.plugins.local_process import HELD_VERSION, ROOM_VERSION, LocalProcessPlugin
+from flytelite.plugins.local.plugin import LocalProcessPlugin
+from flytelite.plugins.local.state import HELD_VERSION, ROOM_VERSION
 from flytelite.plugins.machinery import processes
 from flytelite.plugins.machinery.core import PluginPhase, TaskExecutionContext
 from flytelite.plugins.warm.pool import (

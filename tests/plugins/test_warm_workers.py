@@ -17,7 +17,7 @@ import pytest
 from flyteidl.core import literals_pb2
 
 from flytelite.config import Config, EngineConfig
-from flytelite.plugins.local_process import LocalProcessPlugin
+from flytelite.plugins.local.plugin import LocalProcessPlugin
 from flytelite.plugins.machinery import processes
 from flytelite.plugins.machinery.slots import TaskSlots
 from flytelite.plugins.warm import messages
@@ -311,7 +311,7 @@ def test_an_item_waiting_for_a_busy_worker_when_the_zygote_goes_never_starts(tmp
 
 
 def test_the_pool_counts_the_items_a_zygote_holds_until_each_starts(tmp_path):
-    """What tells the plugin whether the workers have work without the server (LocalProcessPlugin._warm_news), and
+    """What tells the plugin whether the workers have work without the server (plugins/local/warm.py's news), and
     whether an attempt waits for a worker."""
     pool = WarmPool(tmp_path / "logs", queue_seconds=60.0, processors=1, short_seconds=60.0)
     try:

@@ -82,7 +82,7 @@ class InProcessPlugin(Plugin):
 def registry(plugin: InProcessPlugin, ctx=None) -> PluginRegistry:
     plugins = [plugin]
     if ctx is not None:
-        from flytelite.plugins.local_process import LocalProcessPlugin
+        from flytelite.plugins.local.plugin import LocalProcessPlugin
 
         plugins.append(LocalProcessPlugin(ctx))
     return PluginRegistry(plugins)

@@ -8,7 +8,7 @@ import signal
 import sys
 
 from flytelite.config import Config, EngineConfig
-from flytelite.plugins.local_process import LocalProcessPlugin
+from flytelite.plugins.local.plugin import LocalProcessPlugin
 from flytelite.plugins.machinery import processes
 from flytelite.plugins.machinery.core import PluginPhase, TaskExecutionContext
 from flytelite.propeller.engine import Engine

@@ -25,7 +25,8 @@ from google.protobuf import json_format, message
 from flytelite.context import Context
 from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import USER
-from flytelite.plugins.local_process import AttemptState, AttemptStatus, LocalProcessPlugin
+from flytelite.plugins.local.plugin import LocalProcessPlugin
+from flytelite.plugins.local.state import AttemptState, AttemptStatus
 from flytelite.plugins.machinery import processes
 from flytelite.plugins.machinery.core import PluginPhaseInfo, TaskExecutionContext
 from flytelite.plugins.machinery.slots import TaskSlots, machine_memory

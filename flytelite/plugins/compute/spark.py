@@ -18,7 +18,7 @@ from flyteidl.plugins import spark_pb2
 
 from flytelite.plugins.compute.launcher import local_entrypoint
 from flytelite.plugins.compute.plugin import BadShape, EnginePlugin, custom, fits, quantity
-from flytelite.plugins.local_process import AttemptState
+from flytelite.plugins.local.state import AttemptState
 from flytelite.plugins.machinery.core import TaskExecutionContext
 from flytelite.plugins.machinery.template import rendered_command
 

@@ -1,7 +1,7 @@
 """The program of a raw-container pod's helpers (FlytePropeller's co-pilot, flytecopilot's `download` and
 `sidecar` commands), run in the pod by `python -m flytelite.plugins.kubernetes.copilot_main`:
 
-    download  the init container: lays the attempt's inputs out in the input volume (plugins/copilot.py).
+    download  the init container: lays the attempt's inputs out in the input volume (plugins/machinery/copilot.py).
     upload    the first container: waits for the task's container to start and to end, then reads its
               outputs from the output volume and writes outputs.pb, or error.pb saying what is wrong.
     ready     the upload container's postStart hook: returns once `upload` watches, so the kubelet (which

@@ -54,8 +54,7 @@ else:
 INSTALLATION = tuple({os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
 _PATH_FINDER = importlib.machinery.PathFinder
 # A LiteralMap proto this big is worth remembering (map items each read the whole list of inputs): parsing
-# it into flytekit's models costs ~40 times what comparing it with the last one does (a list of 60 integers
-# is ~500 bytes and takes ~0.2 ms; 300, ~1.2 ms).
+# it into flytekit's models costs far more than comparing its bytes with the last one's.
 MEMO_MIN_BYTES = 512
 # Source of the task's modules up to this size is kept compiled for the worker's next imports.
 MAX_COMPILED_SOURCE_BYTES = 32 << 20
@@ -163,8 +162,8 @@ def restore_blas_threads() -> None:
 
 
 def _set_environment(env: dict[str, str]) -> None:
-    """Make os.environ exactly `env`, changing only what differs: a worker's items differ in a few variables
-    of sixty, and clearing and setting them all took four times as long."""
+    """Make os.environ exactly `env`, changing only what differs: a worker's items differ in a few of their
+    many variables, and clearing and setting them all costs each item far more."""
     for name in [name for name in os.environ if name not in env]:
         del os.environ[name]
     for name, value in env.items():
@@ -314,8 +313,8 @@ def _remember_large_input_maps() -> None:
     """Each map item reads the whole input list from its inputs file, parses it into a proto and that into
     flytekit's models, then takes its own item: the same file for every sibling. The last large inputs file
     read is kept with its proto and models, given again when a later item's file holds the same bytes.
-    Comparing the bytes is a memcmp; comparing the parsed protos, as this did before, took 1.2 ms of each
-    item of a 10,000-item list, and parsing its file 0.4 ms."""
+    The file's bytes are compared, not its parsed proto: a memcmp, where parsing the file to compare protos
+    would cost each item of a long list much of what the memo saves."""
     from flyteidl.core import literals_pb2
     from flytekit.core import utils
     from flytekit.models import literals
@@ -354,10 +353,9 @@ def _remember_large_input_maps() -> None:
 def _remember_compiled_code() -> None:
     """Each item imports the task's code afresh from its own folder, where no bytecode is cached yet: Python
     compiled each module and (unless told not to) wrote its bytecode there, a folder and a file deleted with
-    the attempt's folder. A module outside the interpreter's installation is now compiled once per worker for
+    the attempt's folder. So a module outside the interpreter's installation is compiled once per worker for
     the same source, and its code objects are given to each later import under that import's file name; only
-    the worker's first import of a source reads or writes bytecode as usual. Importing the benchmarks' module
-    from a new folder took 2.06 ms before, 1.64 ms with this."""
+    the worker's first import of a source reads or writes bytecode as usual."""
     loader = importlib.machinery.SourceFileLoader
     get_code = loader.get_code
     compiled: dict[bytes, types.CodeType] = {}
@@ -473,7 +471,7 @@ def _fast_execute(args: list[str]) -> list[str]:
         if arg == "--resolver":
             inner += ["--dynamic-addl-distro", distribution, "--dynamic-dest-dir", dest_dir]
         inner.append(arg)
-    return inner  # the server put the code's folder on PYTHONPATH (local_process._importable)
+    return inner  # the server put the code's folder on PYTHONPATH (plugins/local/folders.py's importable)
 
 
 def _download_distribution(distribution: str, dest_dir: str) -> None:

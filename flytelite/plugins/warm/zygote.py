@@ -14,8 +14,8 @@ idle for the server's idle seconds. A worker that is gone while offered is repor
 With <queue seconds> above 0 (engine.warm_queue_seconds; 0 is off), while the group has at least as many
 busy workers as there are <processors> (0: the processors the zygote may run on), a request waits (up to
 <queue seconds>) for one of them to finish its item instead of getting a new process: many more processes
-than processors running short Python items took each item about half again the CPU time (a process switched
-to finds the caches cold), and the worker that finishes takes the waiting request at once, without a round
+than processors running short Python items cost each item more CPU time (a process switched to finds the
+caches cold), and the worker that finishes takes the waiting request at once, without a round
 trip to the server. A busy worker runs an item, or was offered to the server, less than <short seconds> ago:
 an item that runs longer computes or sleeps for a while, and is not worth waiting for, so the requests
 waiting for it get processes of their own then, as do those still waiting at their deadline. A waiting
@@ -292,8 +292,8 @@ class Zygote:
             self.retire(worker)  # its exit, reaped soon, is reported as this attempt's
             return
         # After the worker has it, off the attempt's way: a server that crashes before it persisted the pid still
-        # finds the worker by this file (written by the worker itself, it made a chain of tasks ~1 ms per task
-        # slower on a disk where creating a file is slow).
+        # finds the worker by this file (written by the worker itself, it would delay each task on a disk where
+        # creating a file is slow).
         _write_pid_file(request.pid_file, worker.pid, worker.start_time)
 
     def busy(self, worker: Worker, now: float) -> bool:
