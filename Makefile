@@ -39,7 +39,7 @@ test-k8s: $(VENV)/.dev-installed
 
 # The database-dependent tests again, on a PostgreSQL cluster the tests start (Debian's postgresql package).
 PG_TEST_DIRS ?= tests/store tests/server tests/propeller/test_leases.py tests/admin tests/catalog tests/scheduler tests/console tests/e2e \
-	tests/fuzz
+	tests/fuzz tests/auth/test_openid.py
 # What the database does not touch (warm workers, flytekit fidelity, a one-minute schedule's wait) runs once,
 # on SQLite, to keep CI within its budget.
 PG_SKIP ?= --ignore=tests/e2e/test_warm_vs_cold.py --ignore=tests/e2e/test_warm_environment.py \
