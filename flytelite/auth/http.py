@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 from flytelite.auth.oauth2 import OAuthError, pkce_challenge
 from flytelite.auth.setup import Auth
-from flytelite.auth.tokens import LOGIN, bearer_token
+from flytelite.auth.tokens import ACCESS, LOGIN, bearer_token
 from flytelite.config.auth import CONSOLE_CLIENT_ID
 from flytelite.console.layout import esc, layout
 from flytelite.errors import Unauthenticated
@@ -247,13 +247,15 @@ def auth_routes(auth: Auth) -> list[Route]:
         return JSONResponse(server.openid_configuration())
 
     def userinfo(request: Request) -> Response:
+        """OpenID Connect's UserInfo: who an access token of this server (scope openid or all) is for."""
         try:
-            identity = tokens.identity(bearer_token(request.headers.get("authorization")))
+            claims = tokens.verify(bearer_token(request.headers.get("authorization")), ACCESS)
         except Unauthenticated as exc:
             return JSONResponse({"error": "invalid_token", "error_description": str(exc)}, status_code=401,
                                 headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
-        return JSONResponse({"sub": identity.subject, "preferred_username": identity.subject,
-                             "groups": server.user_groups(identity.subject, identity.groups)})
+        groups = claims.get("groups") or []
+        return JSONResponse({"sub": claims["sub"], "preferred_username": claims["sub"],
+                             "groups": server.user_groups(claims["sub"], tuple(groups))})
 
     def login(request: Request) -> Response:
         """Start the console's authorization-code flow; the state and PKCE verifier wait in a signed cookie."""

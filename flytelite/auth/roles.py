@@ -26,7 +26,7 @@ from google.protobuf.message import Message
 from flytelite.admin.audit import describe
 from flytelite.auth.tokens import Identity
 from flytelite.config import DEFAULT_DOMAINS
-from flytelite.config.auth import ROLES, AuthConfig
+from flytelite.config.auth import ROLES, AuthConfig, RoleGrant
 from flytelite.context import CALLER
 from flytelite.errors import PermissionDenied, Unauthenticated
 
@@ -107,16 +107,9 @@ class Authorizer:
             return 0
         if self.blanket:
             return Permission.ADMIN
-        names = identity.subject
-        level = 0
-        for grant in self.grants:
-            if not (grant.groups and groups & set(grant.groups)
-                    or any(fnmatchcase(names, p) for p in (grant.users if identity.kind == "user" else grant.clients))):
-                continue
-            if any(fnmatchcase(project, p) for p in grant.projects) and any(fnmatchcase(domain, d)
-                                                                            for d in grant.domains):
-                level = max(level, ROLE_PERMISSION[grant.role])
-        return level
+        return max((ROLE_PERMISSION[g.role] for g in self.grants if _holds(g, identity, groups)
+                    and any(fnmatchcase(project, p) for p in g.projects)
+                    and any(fnmatchcase(domain, d) for d in g.domains)), default=0)
 
     def allows(self, identity: Identity, permission: Permission, project: str, domain: str) -> bool:
         groups = self.groups(identity)
@@ -138,6 +131,12 @@ class Authorizer:
 
     def may_view(self, identity: Identity, project: str) -> bool:
         return self.allows(identity, Permission.VIEW, project, "")
+
+def _holds(grant: RoleGrant, identity: Identity, groups: set[str]) -> bool:
+    """Whether a grant names the identity: a user or client by (a pattern of) its name, or one of its groups."""
+    names = grant.users if identity.kind == "user" else grant.clients
+    return bool(groups & set(grant.groups)) or any(fnmatchcase(identity.subject, p) for p in names)
+
 
 def request_target(request: object) -> tuple[str, str] | None:
     """The (project, domain) a request names (a GetData's flyte:// URL names them in its path, a GetProject's id

@@ -61,6 +61,9 @@ def test_the_provider_is_an_openid_provider(pair):
     key = jwt.PyJWKClient(doc["jwks_uri"]).get_signing_key_from_jwt(answer["id_token"])
     claims = jwt.decode(answer["id_token"], key.key, algorithms=["RS256"], audience=RP_CLIENT, issuer=provider.url)
     assert (claims["sub"], claims["nonce"], claims["groups"]) == ("alice", "n-1", ["ml-team"])
+    info = requests.get(doc["userinfo_endpoint"], headers={"Authorization": f"Bearer {answer['access_token']}"},
+                        timeout=30).json()
+    assert (info["sub"], info["groups"]) == ("alice", ["ml-team"])
     # Its tokens are for signing people in, not for the provider's own API (no 'all' scope).
     assert requests.get(f"{provider.url}/api/v1/projects", timeout=30,
                         headers={"Authorization": f"Bearer {answer['access_token']}"}).status_code == 401
