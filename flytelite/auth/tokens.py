@@ -53,8 +53,7 @@ class TokenIssuer:
         payload = {"iss": self.issuer, "aud": self.issuer, "sub": subject, "client_id": client_id,
                    "token_use": use, "iat": now, "nbf": now, "exp": now + seconds, "jti": uuid.uuid4().hex,
                    **claims}
-        return jwt.encode(payload, self._key.private_pem, algorithm=self._key.algorithm,
-                          headers={"kid": self._key.kid})
+        return self._encode(payload)
 
     def id_token(self, subject: str, client_id: str, seconds: int, nonce: str, groups: list[str]) -> str:
         """An OpenID Connect ID token for `client_id` (its audience): who signed in, and the client's nonce."""
@@ -63,8 +62,10 @@ class TokenIssuer:
                    "groups": groups, "iat": now, "exp": now + seconds, "auth_time": now}
         if nonce:
             payload["nonce"] = nonce
-        return jwt.encode(payload, self._key.private_pem, algorithm=self._key.algorithm,
-                          headers={"kid": self._key.kid})
+        return self._encode(payload)
+
+    def _encode(self, payload: dict) -> str:
+        return jwt.encode(payload, self._key.private_pem, algorithm=self._key.algorithm, headers={"kid": self._key.kid})
 
     def verify(self, token: str, use: str) -> dict:
         """The claims of a valid, unexpired token of this kind signed by this server; Unauthenticated if not."""

@@ -98,14 +98,8 @@ class RawContainerPlugin(LocalProcessPlugin):
     def _exit_failure(self, tctx: TaskExecutionContext, st: AttemptState, code: int, logs) -> PluginPhaseInfo:
         """As Flyte judges a failed pod: a SIGKILL is a system error (preemption, OOM), anything else the user's."""
         image = tctx.task.container.image
-        if code < 0:
-            how = f"was killed by signal {signal.Signals(-code).name}"
-        else:
-            how = f"exited with code {code}"
-        message = f"the command of raw container {image!r} (pid {st.pid}) {how}"
-        last = processes.tail(st.log_path).strip()
-        if last:
-            message += f"; the end of its log:\n{last}"
+        message = processes.with_log_tail(f"the command of raw container {image!r} (pid {st.pid}) "
+                                          f"{processes.how_it_ended(code)}", st.log_path)
         if code == -signal.SIGKILL:
             return PluginPhaseInfo.failure(E.INTERRUPTED, message, kind=SYSTEM, retryable=True, logs=logs)
         return PluginPhaseInfo.failure(E.CONTAINER_FAILED, message, kind=USER, retryable=True, logs=logs)

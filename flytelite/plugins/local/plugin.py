@@ -342,16 +342,8 @@ class LocalProcessPlugin(Plugin):
         code = st.exit_code
         if code == 0 and not len(tctx.task.interface.outputs.variables):
             return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs)
-        if code is None:
-            how = "ended"
-        elif code < 0:
-            how = f"was killed by signal {signal.Signals(-code).name}"
-        else:
-            how = f"exited with code {code}"
-        message = f"the task process (pid {st.pid}) {how} without writing outputs.pb or error.pb to {prefix}"
-        last = processes.tail(st.log_path).strip()
-        if last:
-            message += f"; the end of its log:\n{last}"
+        message = processes.with_log_tail(f"the task process (pid {st.pid}) {processes.how_it_ended(code)} without "
+                                          f"writing outputs.pb or error.pb to {prefix}", st.log_path)
         return PluginPhaseInfo.failure(E.PROCESS_LOST, message, kind=SYSTEM, retryable=True, logs=logs)
 
     def abort(self, tctx: TaskExecutionContext) -> None:

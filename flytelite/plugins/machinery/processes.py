@@ -121,6 +121,21 @@ def tail(path: str, max_bytes: int = 2000) -> str:
         return ""
 
 
+def how_it_ended(code: int | None) -> str:
+    """How a process ended, for error messages: its exit code, the signal that killed it, or neither known."""
+    if code is None:
+        return "ended"
+    if code < 0:
+        return f"was killed by signal {signal.Signals(-code).name}"
+    return f"exited with code {code}"
+
+
+def with_log_tail(message: str, log_path: str) -> str:
+    """`message`, followed by the end of the process's log when there is one."""
+    last = tail(log_path).strip()
+    return f"{message}; the end of its log:\n{last}" if last else message
+
+
 class ExitWatcher:
     """Calls back (on the event loop) when a watched process exits; registration is thread-safe."""
 
