@@ -45,7 +45,7 @@ class FolderCleaner:
             pass
 
     def discard(self, path: str) -> None:
-        """Delete a folder in the background: deleting an attempt's unpacked code in the round would delay the
+        """Delete a folder (or a file) in the background: deleting an attempt's unpacked code in the round would delay the
         next node, and moving it aside first would cost the round a rename."""
         with self._lock:
             self._doomed.append(path)

@@ -47,7 +47,7 @@ from flytelite.plugins.machinery.slots import TaskSlots, machine_slots
 from flytelite.plugins.machinery.target import other_containers, primary_container_name
 from flytelite.plugins.machinery.task_site import IMAGE_ENV, task_process_env
 from flytelite.plugins.machinery.template import TemplateError, rendered_command
-from flytelite.plugins.warm.pool import WarmAttempt, find_by_pid_file, scratch_dir
+from flytelite.plugins.warm.pool import WarmAttempt, find_by_pid_file, pid_file
 
 log = logging.getLogger(__name__)
 
@@ -396,7 +396,7 @@ class LocalProcessPlugin(Plugin):
         self.slots.release(st.marker)
         if st.work_dir:
             self.cleaner.discard(st.work_dir)
-            self.cleaner.discard(scratch_dir(st.work_dir))
+            self.cleaner.discard(pid_file(st.work_dir))
             self.cleaner.discard(self._temp_dir(st.marker))
             self.cleaner.discard(self._ray_dir(st.marker))
 

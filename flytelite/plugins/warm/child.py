@@ -399,9 +399,13 @@ def start_time(pid: int) -> int | None:
 
 
 def write_pid_file(path: str, pid: int, started: int | None) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)  # the attempt's scratch folder, made by its first writer
     tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
+    try:
+        f = open(tmp, "w")
+    except FileNotFoundError:  # the run's folder, made by the attempt's first writer
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        f = open(tmp, "w")
+    with f:
         f.write(f"{pid} {started}\n")
     os.replace(tmp, path)
 
@@ -487,8 +491,9 @@ def _download_distribution(distribution: str, dest_dir: str) -> None:
     local = os.path.join(dest_dir, name)
     if _last_distribution[:1] == [distribution]:
         members = _last_distribution[2]
-        with open(local, "wb") as f:
-            f.write(_last_distribution[1])
+        if members is None:  # unpacked by tarfile, from the file
+            with open(local, "wb") as f:
+                f.write(_last_distribution[1])
     else:
         FlyteContextManager.current_context().file_access.get_data(distribution, os.path.join(dest_dir, ""))
         members = None
@@ -507,7 +512,8 @@ def _download_distribution(distribution: str, dest_dir: str) -> None:
 # The last code tarball downloaded, [uri, bytes, its plain_members]: a worker's attempts share their command,
 # so their code tarball. Its content never changes under one name (flytekit names it by its digest, and an
 # upload location refuses different content at a name it gave out), so a later attempt gets it without
-# downloading it again, and unpacks it without reading the archive again.
+# downloading it again, and unpacks it without reading the archive again or writing it into its folder (nothing
+# reads it there once it is unpacked).
 _last_distribution: list = []
 
 

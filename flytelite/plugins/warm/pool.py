@@ -110,15 +110,16 @@ def starts_alike(env: dict[str, str], zygote_env: dict[str, str]) -> bool:
     return all(env.get(k) == zygote_env.get(k) for k in keys)
 
 
-def scratch_dir(work_dir: str) -> str:
-    """The attempt's pid file, beside its working dir (which is the task's own)."""
-    return f"{work_dir.rstrip('/')}.warm"
+def pid_file(work_dir: str) -> str:
+    """The attempt's pid file: beside its working folder (which is the task's own), a file and no folder of
+    its own, so that an attempt makes and deletes as few entries as it can."""
+    return f"{work_dir.rstrip('/')}.pid"
 
 
 def find_by_pid_file(work_dir: str) -> tuple[int, int] | None:
     """(pid, start time) of the live warm child of an attempt, from the pid file it wrote first thing."""
     try:
-        pid, started = (int(x) for x in Path(scratch_dir(work_dir), "pid").read_text().split())
+        pid, started = (int(x) for x in Path(pid_file(work_dir)).read_text().split())
     except (OSError, ValueError):
         return None
     return (pid, started) if processes.is_alive(pid, started) else None
@@ -307,8 +308,6 @@ class ZygoteHandle:
         there from now on (its pid is the worker's); otherwise its pid comes with the zygote's Started (a fork
         takes milliseconds, and a request may wait for a busy worker: a round that waited held up the
         attempts after it)."""
-        # The scratch folder is made by whoever writes the pid file first: not in the round that sends the attempt.
-        scratch = scratch_dir(cwd)
         with self._lock:
             self._next_id += 1
             request_id = self._next_id
@@ -324,7 +323,7 @@ class ZygoteHandle:
                 self._held[group] += 1
                 attempt.waits = self._backlogged(group)
         request = messages.Run(id=request_id, argv=command, env=env, cwd=cwd, log=log_path,
-                               tmp=tmp, pid_file=os.path.join(scratch, "pid"),
+                               tmp=tmp, pid_file=pid_file(cwd),
                                bin_dir=os.path.dirname(self.interpreter), group=group,
                                worker=attempt.pid, worker_start=attempt.start_time)
         with self._send_lock:
