@@ -8,6 +8,7 @@ from pathlib import Path
 
 from flyteidl.core import literals_pb2
 
+from flytelite.plugins.local.cleaner import FolderCleaner
 from flytelite.plugins.local.plugin import LocalProcessPlugin
 from flytelite.plugins.machinery import processes
 from flytelite.propeller.engine import Engine
@@ -150,6 +151,34 @@ def _gone(pid: int, timeout: float = 10) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def test_finished_attempts_folders_wait_while_tasks_run_unless_they_waited_too_long(tmp_path, monkeypatch):
+    """Deleting files makes the file system slow to create the next ones: folders handed over while a task
+    runs are deleted once none runs, or once the oldest of them waited MAX_WAIT_SECONDS."""
+    folders = [tmp_path / f"n{i}-0" for i in range(2)]
+    for folder in folders:
+        (folder / "code").mkdir(parents=True)
+    looks = []
+    running = True
+
+    def busy() -> bool:
+        looks.append(running)
+        return running
+
+    cleaner = FolderCleaner(tmp_path / ".trash", str(tmp_path / "tmp"), busy=busy)
+    try:
+        cleaner.discard(str(folders[0]))
+        wait_for(lambda: looks.count(True) >= 3, "the sweep to look three times whether a task runs")
+        assert folders[0].exists()
+        running = False
+        wait_for(lambda: not folders[0].exists(), "the folder to be deleted once no task runs")
+        running = True
+        monkeypatch.setattr("flytelite.plugins.local.cleaner.MAX_WAIT_SECONDS", 0.0)
+        cleaner.discard(str(folders[1]))
+        wait_for(lambda: not folders[1].exists(), "a folder that waited too long to be deleted while a task runs")
+    finally:
+        cleaner.close()
 
 
 def test_finished_attempts_folders_are_deleted_in_the_background_and_what_a_stop_left_after_the_next_start(

@@ -203,10 +203,10 @@ def test_attempts_run_in_engine_attempts_dir_and_their_folders_are_deleted_after
     # And the server's folder of them, once it stopped with none left.
     wait_for(lambda: not any(os.path.exists(os.path.dirname(d)) for d in temp_dirs),
              "the server's folder of temp folders to be deleted")
-    # Deleted, or moved into the trash by the engine's stop (deleted after the next start). os.walk, not
-    # rglob: the cleaner thread deletes folders while the walk lists them.
+    # Deleted, or moved into the trash by the engine's stop (deleted after the next start; a pid file is moved
+    # there as a file of its own). os.walk, not rglob: the cleaner thread deletes folders while the walk lists them.
     wait_for(lambda: not [name for folder, _, files in os.walk(attempts) for name in files
-                          if not folder.startswith(f"{attempts}/.trash/")],
+                          if not f"{folder}/".startswith(f"{attempts}/.trash/")],
              "the attempts' folders to be deleted once they ended")
     assert not list(ctx.config.work_dir.iterdir())  # nothing of the attempts in the home's work folder
 

@@ -1,8 +1,10 @@
 """Deleting finished attempts' folders off the engine's way.
 
-The folders are deleted where they are, by one thread at the lowest CPU priority, in sweeps: a sweep waits a
-little and then deletes every folder handed over until it started. The server never waits for it: what it has
-not deleted when the server stops is moved into the trash folder, which the next start empties.
+The folders are deleted where they are, by one thread at the lowest CPU priority, while no task runs: deleting
+many files makes the file system slow to create the next ones, which every attempt does, so the folders of a
+map's items wait until its last item ended (or until too many wait, or for too long). The server never waits
+for the thread: what it has not deleted when the server stops is moved into the trash folder, which the next
+start empties.
 """
 
 from __future__ import annotations
@@ -11,29 +13,40 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 # How long a sweep waits before it starts. A folder is handed over in the round that starts the finished
-# attempt's successor: a sweep at once would take the CPU from that round; a little later it runs while the
-# successor's task does, with what the rounds of the meantime handed over.
+# attempt's successor: a sweep at once would take the CPU from that round.
 SWEEP_DELAY_SECONDS = 0.02
+# While tasks run, how often the sweep looks whether they all ended; and the most folders, and the longest,
+# that wait for that before they are deleted anyway.
+BUSY_POLL_SECONDS = 0.1
+MAX_WAITING = 50_000
+MAX_WAIT_SECONDS = 60.0
+# Folders deleted by one rm(1); the sweep looks again whether tasks run between two.
+BATCH = 500
 
 
 class FolderCleaner:
-    """Deletes the folders it is handed, in the background; `close` moves what is left into `trash`."""
+    """Deletes the folders it is handed, in the background, while `busy()` is False (tasks run); `close` moves
+    what is left into `trash`."""
 
-    def __init__(self, trash: Path, temp_root: str):
+    def __init__(self, trash: Path, temp_root: str, busy: Callable[[], bool] = lambda: False):
         self._trash = trash
         # The attempts' temp root, deleted once the server stops if no attempt's temp folder is left in it.
         self._temp_root = temp_root
+        self._busy = busy
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="work-dir-cleanup",
                                             initializer=_lowest_priority)
         self._lock = threading.Lock()
-        # Folders to delete, and whether a sweep is queued and has not started yet (one covers every folder
-        # handed over before it starts, so handing one over rarely wakes the thread).
+        # Folders to delete, since when the oldest waits, and whether a sweep is queued or running (it deletes
+        # every folder handed over until it finds none, so handing one over rarely wakes the thread).
         self._doomed: list[str] = []
+        self._waiting_since = 0.0
         self._sweep_queued = False
         self._closing = threading.Event()
 
@@ -45,9 +58,11 @@ class FolderCleaner:
             pass
 
     def discard(self, path: str) -> None:
-        """Delete a folder (or a file) in the background: deleting an attempt's unpacked code in the round would delay the
-        next node, and moving it aside first would cost the round a rename."""
+        """Delete a folder (or a file) in the background: deleting an attempt's unpacked code in the round would
+        delay the next node, and moving it aside first would cost the round a rename."""
         with self._lock:
+            if not self._doomed:
+                self._waiting_since = time.monotonic()
             self._doomed.append(path)
             if self._sweep_queued:
                 return
@@ -70,15 +85,28 @@ class FolderCleaner:
         _remove_if_empty(self._temp_root)
 
     def _sweep(self) -> None:
-        """Delete the folders handed over so far (in the cleaner thread)."""
+        """Delete the folders handed over, while no task runs (in the cleaner thread)."""
         if self._closing.wait(SWEEP_DELAY_SECONDS):
             return  # close() moves them into the trash
-        with self._lock:
-            doomed, self._doomed = self._doomed, []
-            self._sweep_queued = False  # a folder handed over from now on queues the next sweep
-        _delete(doomed)
-        if self._closing.is_set():
-            _remove_if_empty(self._temp_root)  # close() found this sweep's folders still there
+        while True:
+            busy = self._busy()
+            with self._lock:
+                if not self._doomed:
+                    self._sweep_queued = False  # a folder handed over from now on queues the next sweep
+                    return
+                due = (len(self._doomed) >= MAX_WAITING
+                       or time.monotonic() - self._waiting_since >= MAX_WAIT_SECONDS)
+                batch: list[str] = []
+                if due or not busy:
+                    batch, self._doomed = self._doomed[:BATCH], self._doomed[BATCH:]
+            if not batch:
+                if self._closing.wait(BUSY_POLL_SECONDS):
+                    return
+                continue
+            _delete(batch)
+            if self._closing.is_set():
+                _remove_if_empty(self._temp_root)  # close() found this sweep's folders still there
+                return
 
 
 def _empty(folder: Path) -> None:
@@ -99,8 +127,8 @@ def _delete(paths: list[str]) -> None:
         for path in paths:
             shutil.rmtree(path, ignore_errors=True)
         return
-    for start in range(0, len(paths), 500):
-        subprocess.run([rm, "-rf", "--", *paths[start:start + 500]], stdin=subprocess.DEVNULL,
+    for start in range(0, len(paths), BATCH):
+        subprocess.run([rm, "-rf", "--", *paths[start:start + BATCH]], stdin=subprocess.DEVNULL,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
 

@@ -91,8 +91,9 @@ class LocalProcessPlugin(Plugin):
         ctx.metrics.gauge(f"{OWN}task_slots:in_use", "Task slots held by attempts", self.slots.in_use)
         # Attempts forked from a zygote when they can be (see plugins/warm); the others run cold.
         self.warm = warm.warm_pool(ctx, self._temp_root, self.slots.size)
-        # Finished attempts' folders, deleted in the background (cleaner.py).
-        self.cleaner = FolderCleaner(ctx.config.attempts_dir / ".trash", self._temp_root)
+        # Finished attempts' folders, deleted in the background while no task runs (cleaner.py).
+        self.cleaner = FolderCleaner(ctx.config.attempts_dir / ".trash", self._temp_root,
+                                     busy=lambda: self.slots.in_use() > 0)
 
     def capacity(self) -> int | None:
         return self.slots.size
