@@ -71,6 +71,11 @@ class BenchServer:
     def pid(self) -> int:
         return self.server.proc.pid
 
+    def cpu_seconds(self) -> float:
+        """The server process's CPU time so far (user and system, its threads')."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def peak_rss_mib(self) -> float:
         """The server's peak resident memory (VmHWM) so far."""
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
