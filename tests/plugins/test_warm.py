@@ -377,6 +377,18 @@ def _too_slow_attempts(tmp_path, name: str):
     return ctx, tctx, marks
 
 
+def test_a_pid_file_is_found_beside_the_working_folder_and_where_an_older_flytelite_wrote_it(tmp_path):
+    """An attempt running across an upgrade is found by the pid file the older server's zygote wrote."""
+    me = f"{os.getpid()} {processes.start_time(os.getpid())}\n"
+    work_dir = tmp_path / "run" / "n0-0"
+    assert find_by_pid_file(str(work_dir)) is None
+    (tmp_path / "run" / "n0-0.warm").mkdir(parents=True)
+    (tmp_path / "run" / "n0-0.warm" / "pid").write_text(me)
+    assert find_by_pid_file(str(work_dir)) == (os.getpid(), processes.start_time(os.getpid()))
+    (tmp_path / "run" / "n0-0.pid").write_text(f"{os.getpid()} 1\n")  # another process's start: not alive
+    assert find_by_pid_file(str(work_dir)) is None
+
+
 def test_a_fork_interrupted_by_a_crash_is_found_by_its_pid_file_not_started_twice(tmp_path):
     """The crash window between the zygote forking and the engine persisting the pid."""
     ctx, tctx, _ = _too_slow_attempts(tmp_path, "crashfork")

@@ -117,12 +117,15 @@ def pid_file(work_dir: str) -> str:
 
 
 def find_by_pid_file(work_dir: str) -> tuple[int, int] | None:
-    """(pid, start time) of the live warm child of an attempt, from the pid file it wrote first thing."""
-    try:
-        pid, started = (int(x) for x in Path(pid_file(work_dir)).read_text().split())
-    except (OSError, ValueError):
-        return None
-    return (pid, started) if processes.is_alive(pid, started) else None
+    """(pid, start time) of the live warm child of an attempt, from the pid file it wrote first thing (or, for an
+    attempt an older flytelite started before an upgrade, from <working folder>.warm/pid, where that wrote it)."""
+    for path in (pid_file(work_dir), os.path.join(f"{work_dir.rstrip('/')}.warm", "pid")):
+        try:
+            pid, started = (int(x) for x in Path(path).read_text().split())
+        except (OSError, ValueError):
+            continue
+        return (pid, started) if processes.is_alive(pid, started) else None
+    return None
 
 
 class ZygoteRetired(OSError):
