@@ -402,7 +402,7 @@ def write_pid_file(path: str, pid: int, started: int | None) -> None:
     tmp = f"{path}.tmp{os.getpid()}"
     try:
         f = open(tmp, "w")
-    except FileNotFoundError:  # the run's folder, made by the attempt's first writer
+    except FileNotFoundError:  # the run's folder: the engine makes it with the working folder, should it be gone
         os.makedirs(os.path.dirname(path), exist_ok=True)
         f = open(tmp, "w")
     with f:
