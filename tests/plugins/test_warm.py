@@ -12,6 +12,9 @@ import re
 import signal
 import sys
 import tempfile
+import threading
+import time
+import types
 from pathlib import Path
 
 import pytest
@@ -22,9 +25,12 @@ from flytelite.plugins.local.plugin import LocalProcessPlugin
 from flytelite.plugins.local.state import HELD_VERSION, ROOM_VERSION
 from flytelite.plugins.machinery import processes
 from flytelite.plugins.machinery.core import PluginPhase, TaskExecutionContext
+from flytelite.plugins.warm import pool
+from flytelite.plugins.warm.child import write_pid_file
 from flytelite.plugins.warm.pool import (
     WarmPool,
     find_by_pid_file,
+    pid_file,
     pyflyte_command,
     starts_alike,
     worker_group,
@@ -387,6 +393,32 @@ def test_a_pid_file_is_found_beside_the_working_folder_and_where_an_older_flytel
     assert find_by_pid_file(str(work_dir)) == (os.getpid(), processes.start_time(os.getpid()))
     (tmp_path / "run" / "n0-0.pid").write_text(f"{os.getpid()} 1\n")  # another process's start: not alive
     assert find_by_pid_file(str(work_dir)) is None
+
+
+def test_a_pid_file_found_half_written_is_read_once_its_line_is(tmp_path, monkeypatch):
+    """The pid file is written in place: a reader that finds it without its line's end waits for the rest."""
+    monkeypatch.setattr(pool, "PID_FILE_WRITE_SECONDS", 600.0)
+    looked = threading.Event()
+
+    def sleep(seconds: float) -> None:
+        looked.set()
+        time.sleep(seconds)
+
+    monkeypatch.setattr(pool, "time", types.SimpleNamespace(monotonic=time.monotonic, sleep=sleep))
+    work_dir = str(tmp_path / "run" / "n0-0")
+    (tmp_path / "run").mkdir()
+    Path(pid_file(work_dir)).write_text(str(os.getpid()))  # the line's start only
+    found: list = []
+    reader = threading.Thread(target=lambda: found.append(find_by_pid_file(work_dir)))
+    reader.start()
+    assert looked.wait(60)
+    write_pid_file(pid_file(work_dir), os.getpid(), processes.start_time(os.getpid()))
+    reader.join(60)
+    assert found == [(os.getpid(), processes.start_time(os.getpid()))]
+    # One that stays unfinished is no pid file.
+    monkeypatch.setattr(pool, "PID_FILE_WRITE_SECONDS", 0.0)
+    Path(pid_file(work_dir)).write_text(str(os.getpid()))
+    assert find_by_pid_file(work_dir) is None
 
 
 def test_a_fork_interrupted_by_a_crash_is_found_by_its_pid_file_not_started_twice(tmp_path):

@@ -116,12 +116,19 @@ def pid_file(work_dir: str) -> str:
     return f"{work_dir.rstrip('/')}.pid"
 
 
+# How long a reader waits for a pid file found without its line's end to be written (the write is one call).
+PID_FILE_WRITE_SECONDS = 1.0
+
+
 def find_by_pid_file(work_dir: str) -> tuple[int, int] | None:
     """(pid, start time) of the live warm child of an attempt, from the pid file it wrote first thing (or, for an
     attempt an older flytelite started before an upgrade, from <working folder>.warm/pid, where that wrote it)."""
     for path in (pid_file(work_dir), os.path.join(f"{work_dir.rstrip('/')}.warm", "pid")):
+        deadline = time.monotonic() + PID_FILE_WRITE_SECONDS
         try:
-            pid, started = (int(x) for x in Path(path).read_text().split())
+            while not (text := Path(path).read_text()).endswith("\n") and time.monotonic() < deadline:
+                time.sleep(0.01)  # being written
+            pid, started = (int(x) for x in text.split())
         except (OSError, ValueError):
             continue
         return (pid, started) if processes.is_alive(pid, started) else None
