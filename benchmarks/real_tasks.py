@@ -77,6 +77,9 @@ class Measured:
     # The server's CPU seconds over each default map run.
     map_cpu: list[float] = field(default_factory=list)
     big_map: list[float] = field(default_factory=list)
+    # flytekit's floor for the same items (map_floor.py), each run just before a default map's run (floors).
+    floor: list[float] = field(default_factory=list)
+    big_floor: list[float] = field(default_factory=list)
     # The chain while a client polls it as `pyflyte run --wait` does, at each of WATCH_SECONDS.
     watched: list[Watched] = field(default_factory=list)
     # The map (and the big one) with unbounded concurrency, and the most task processes (the zygote's and
@@ -108,11 +111,12 @@ class Measured:
 def measure(folder: Path, config: str, runs: int, map_items: int, map_runs: int, latency_runs: int = 0,
             cache_runs: int = 0, chain_and_map_only: bool = False, client: Path | None = None,
             hello_from_own_venv: bool = False, big_map_items: int = 0, watched: bool = False,
-            unbounded: bool = False) -> Measured:
+            unbounded: bool = False, floors: bool = False) -> Measured:
     """The rows' measurements on one server; `client` is the bin folder of the venv hello world's pyflyte
     runs from (see real_rows), else flytelite's venv, from which `hello_from_own_venv` runs it again;
     `big_map_items` (if not 0) runs the map once more with that many items; `watched` runs the chain again
-    polled by a client; `unbounded` runs the maps again with unbounded concurrency."""
+    polled by a client; `unbounded` runs the maps again with unbounded concurrency; `floors` measures flytekit's
+    floor for each map run that CreateExecution starts, just before it."""
     m = Measured()
     with BenchServer(folder, config) as server:
         # The chain: pyflyte registers and runs it; further runs reuse its launch plan.
@@ -130,7 +134,7 @@ def measure(folder: Path, config: str, runs: int, map_items: int, map_runs: int,
         if watched:
             m.watched = [_watched(server, lp, runs, interval) for interval in WATCH_SECONDS]
         with ProcessSampler(server.server.home) as sampler:
-            _maps(server, m, map_items, map_runs, big_map_items, unbounded)
+            _maps(server, m, map_items, map_runs, big_map_items, unbounded, floors)
         m.peak_processes, m.peak_mib = [sampler.peak_processes], [sampler.peak_mib]
         if chain_and_map_only:
             return m
@@ -161,10 +165,14 @@ def _watched(server: BenchServer, lp: identifier_pb2.Identifier, runs: int, inte
     return watched
 
 
-def _maps(server: BenchServer, m: Measured, items: int, runs: int, big_items: int, unbounded: bool) -> None:
+def _maps(server: BenchServer, m: Measured, items: int, runs: int, big_items: int, unbounded: bool,
+          floors: bool) -> None:
     """The map `runs` times (the first registered and run by pyflyte), then once with `big_items` (if not 0);
     with `unbounded`, each run followed by the same with unbounded concurrency, so that both find the machine
-    alike (a run after a large one pays for the deletion of its folders)."""
+    alike (a run after a large one pays for the deletion of its folders). With `floors`, flytekit's floor for
+    the same items runs just before each default run but the first, once the last run's folders were deleted:
+    each finds the file system as the one before it left it (on some disks creating files is slow for a minute
+    after many were deleted), and the two are measured minutes apart no more."""
     plans = {}
     for i in range(runs):
         for workflow, times in (("real_map", m.map), ("real_map_unbounded", m.unbounded_map))[:2 if unbounded else 1]:
@@ -173,6 +181,9 @@ def _maps(server: BenchServer, m: Measured, items: int, runs: int, big_items: in
                                         poll=0.1)
                 plans[workflow] = execution.spec.launch_plan
             else:
+                if floors and workflow == "real_map":
+                    _settled(server.server.home / "work")
+                    m.floor.append(map_floor_seconds(items))
                 cpu = server.cpu_seconds()
                 execution = server.wait(server.create(plans[workflow], {"xs": integers(list(range(items)))}),
                                         poll=0.1)
@@ -184,6 +195,8 @@ def _maps(server: BenchServer, m: Measured, items: int, runs: int, big_items: in
         for workflow, times in (("real_map", m.big_map), ("real_map_unbounded", m.unbounded_big_map))[
                 :2 if unbounded else 1]:
             _settled(server.server.home / "work")
+            if floors and workflow == "real_map":
+                m.big_floor.append(map_floor_seconds(big_items))
             times.append(execution_seconds(server.wait(server.create(plans[workflow], {"xs": big}), poll=0.2)))
 
 
@@ -313,13 +326,12 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
     client, client_note = _client()
     warm = measure(root / "warm", "", runs=runs, map_items=MAP_ITEMS, map_runs=runs, latency_runs=10,
                    cache_runs=5, client=client, hello_from_own_venv=client is not None,
-                   big_map_items=BIG_MAP_ITEMS, watched=True, unbounded=True)
+                   big_map_items=BIG_MAP_ITEMS, watched=True, unbounded=True, floors=True)
     cold = measure(root / "cold", WARM_OFF, runs=1, map_items=COLD_MAP_ITEMS, map_runs=1, latency_runs=3,
                    cache_runs=1, client=client)
     local_chain = [timed(lambda: real_wfs.real_chain(x=0)) for _ in range(local_runs)]
     local_map = [timed(lambda: real_wfs.real_map(xs=list(range(MAP_ITEMS)))) for _ in range(local_runs)]
-    floor = [map_floor_seconds(MAP_ITEMS) for _ in range(local_runs)]
-    big_floor = [map_floor_seconds(BIG_MAP_ITEMS)]
+    floor, big_floor = warm.floor, warm.big_floor
     # The chain and the map again, the server's home (blobs, attempts' folders and temp folders) on tmpfs.
     shm = on_tmpfs(lambda tmp: measure(tmp, "", runs=runs, map_items=MAP_ITEMS, map_runs=runs,
                                        chain_and_map_only=True))
@@ -377,7 +389,7 @@ def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult
             baselines=[baseline("flytekit local", local_map, "s"),
                        baseline("flytekit's pyflyte-map-execute alone, no server", floor, "s",
                                 f"items one after another in {os.cpu_count()} processes, each with a fresh "
-                                "import of the task's module"),
+                                "import of the task's module; each run just before one of flytelite's"),
                        baseline("warm workers off", cold.map, "s", cold_map_note),
                        *tmpfs_baseline(lambda m: m.map, "s"), *map_variants,
                        *[baseline(p.peer.title, p.fan_out, "s") for p in peers if not p.error]]).check("<", 2.0),
