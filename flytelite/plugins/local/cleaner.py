@@ -23,10 +23,12 @@ from pathlib import Path
 # attempt's successor: a sweep at once would take the CPU from that round.
 SWEEP_DELAY_SECONDS = 0.02
 # While tasks run, how often the sweep looks whether they all ended; and the most folders, and the longest,
-# that wait for that before they are deleted anyway.
+# that wait for that before they are deleted anyway. On a file system that makes the files created soon after
+# many were deleted slow (an ext4 without a journal skips inodes freed in the last minute or more), deleting
+# while a long map runs slows every later item: its folders wait for the map's end unless there are too many.
 BUSY_POLL_SECONDS = 0.1
 MAX_WAITING = 50_000
-MAX_WAIT_SECONDS = 60.0
+MAX_WAIT_SECONDS = 600.0
 # Folders deleted by one rm(1); the sweep looks again whether tasks run between two.
 BATCH = 500
 
