@@ -172,7 +172,7 @@ def _maps(server: BenchServer, m: Measured, items: int, runs: int, big_items: in
     alike (a run after a large one pays for the deletion of its folders). With `floors`, flytekit's floor for
     the same items runs just before each default run but the first, once the last run's folders were deleted:
     each finds the file system as the one before it left it (on some disks creating files is slow for a minute
-    after many were deleted), and the two are measured minutes apart no more."""
+    after many were deleted), and the two are never minutes apart."""
     plans = {}
     for i in range(runs):
         for workflow, times in (("real_map", m.map), ("real_map_unbounded", m.unbounded_map))[:2 if unbounded else 1]:
