@@ -18,14 +18,12 @@ import signal
 import sys
 from pathlib import Path
 
-from flytelite.context import Context
 from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM, USER
 from flytelite.plugins.local.plugin import LocalProcessPlugin
 from flytelite.plugins.local.state import AttemptState
 from flytelite.plugins.machinery import copilot, processes
 from flytelite.plugins.machinery.core import PluginPhase, PluginPhaseInfo, TaskExecutionContext
-from flytelite.plugins.machinery.slots import TaskSlots
 from flytelite.plugins.machinery.template import TemplateError, rendered_command
 
 CONFIG_KEY = "raw_container_images"
@@ -35,11 +33,8 @@ class RawContainerPlugin(LocalProcessPlugin):
     id = "raw-container"
     task_types = ("raw-container",)
     flytekit_entrypoint_only = False
-
-    def __init__(self, ctx: Context, slots: TaskSlots | None = None):
-        super().__init__(ctx, slots)
-        # No flytekit in a raw container: nothing to fork warm, and no zygote of our own.
-        self.warm = None
+    # No flytekit in a raw container: nothing to fork warm.
+    forks_warm = False
 
     def _prepare(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo:
         image = tctx.task.container.image

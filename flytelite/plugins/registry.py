@@ -162,8 +162,8 @@ def default_plugins(ctx) -> PluginRegistry:
 
         agents = AgentPlugin(ctx)
     local = LocalProcessPlugin(ctx)
-    # All start processes on this machine: they share its task slots.
-    engines = [plugin(ctx, local.slots)
+    # All start processes on this machine: they share its task slots and the cleaner of their folders.
+    engines = [plugin(ctx, local)
                for plugin in (SparkPlugin, RayPlugin, DaskPlugin, PyTorchPlugin, MPIPlugin)]
-    return PluginRegistry([local, RawContainerPlugin(ctx, local.slots), *engines, EchoPlugin()], routed,
+    return PluginRegistry([local, RawContainerPlugin(ctx, local), *engines, EchoPlugin()], routed,
                           ctx.config.plugin_for, agents, default=local)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
@@ -48,6 +49,14 @@ def _finish(server, name: str):
     return execution, nodes
 
 
+def _metric(server, name: str) -> float | None:
+    """The value of an unlabelled series on the server's /metrics page (None: not there)."""
+    with urllib.request.urlopen(server.url + "/metrics", timeout=60) as resp:
+        lines = resp.read().decode().splitlines()
+    values = [float(line.split()[1]) for line in lines if line.split(" ", 1)[0] == name]
+    return values[0] if values else None
+
+
 def _run_both(servers, folders, entity: str, *inputs) -> dict:
     """Start the same `pyflyte run --remote` on both servers at once; {mode: (execution, nodes, seconds)}."""
     def one(mode):
@@ -88,6 +97,9 @@ def test_pyflyte_run_remote_gives_the_same_results_warm_and_cold(servers, tmp_pa
         for mode in ("warm", "cold"))
     assert (warm_error.code, warm_error.kind, warm_message) == (cold_error.code, cold_error.kind, cold_message)
     assert failed["warm"][1] == failed["cold"][1]
+    # The warm server counts the attempts its zygote forked; the cold one forks none and has no such series.
+    assert _metric(servers["warm"], "flytelite:warm:forks") >= 1
+    assert _metric(servers["cold"], "flytelite:warm:forks") is None
     with capsys.disabled():
         print(f"\n[warm vs cold] wvc_main (9 tasks, 1 retry) from `pyflyte run` to done: "
               f"warm {main['warm'][2]:.1f}s, cold {main['cold'][2]:.1f}s")

@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 from flyteidl.core import tasks_pb2
 
+from flytelite.plugins.local.plugin import LocalProcessPlugin
 from flytelite.plugins.machinery.core import Plugin
-from flytelite.plugins.registry import PluginNotFound, PluginRegistry
+from flytelite.plugins.registry import PluginNotFound, PluginRegistry, default_plugins
+from tests.propeller import harness as h
 
 KEY = ("flytesnacks", "development", "x")
 
@@ -100,3 +102,17 @@ def test_an_executions_plugin_override_comes_first():
     assert r.get(task("spark"), KEY, {"spark": [["gpu"], 1]}) is SPARK
     with pytest.raises(PluginNotFound, match="names gpu, none of which this server runs"):
         r.get(task("spark"), KEY, {"spark": [["gpu"], 0]})
+
+
+def test_the_plugins_that_start_processes_here_share_the_machines_task_slots_and_folder_cleaner(tmp_path):
+    """One set of task slots and one cleaner thread for the machine; only python-task attempts fork warm."""
+    ctx = h.make_context(tmp_path)
+    registry = default_plugins(ctx)
+    try:
+        local_ones = [p for p in registry.plugins if isinstance(p, LocalProcessPlugin)]
+        assert len(local_ones) >= 7  # the default, raw containers, Spark, Ray, Dask, PyTorch, MPI
+        assert len({id(p.slots) for p in local_ones}) == 1
+        assert len({id(p.cleaner) for p in local_ones}) == 1
+        assert [p.id for p in local_ones if p.warm is not None] == ["local-process"]
+    finally:
+        registry.close()

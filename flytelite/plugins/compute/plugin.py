@@ -22,14 +22,13 @@ from pathlib import Path
 from flyteidl.core import execution_pb2, tasks_pb2
 from google.protobuf import json_format, message
 
-from flytelite.context import Context
 from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import USER
 from flytelite.plugins.local.plugin import LocalProcessPlugin
 from flytelite.plugins.local.state import AttemptState, AttemptStatus
 from flytelite.plugins.machinery import processes
 from flytelite.plugins.machinery.core import PluginPhaseInfo, TaskExecutionContext
-from flytelite.plugins.machinery.slots import TaskSlots, machine_memory
+from flytelite.plugins.machinery.slots import machine_memory
 
 LAUNCHER = str(Path(__file__).with_name("launcher.py"))
 _QUANTITY = re.compile(r"^([0-9.]+)(Ki|Mi|Gi|Ti|Pi|Ei|[mkMGTPE])?$")
@@ -90,11 +89,8 @@ class EnginePlugin(LocalProcessPlugin):
     package = ""
     # What the task's own process is, in its log link's name.
     role = "task"
-
-    def __init__(self, ctx: Context, slots: TaskSlots | None = None):
-        super().__init__(ctx, slots)
-        # An engine's processes are started per attempt: nothing to fork warm.
-        self.warm = None
+    # An engine's processes are started anew for each attempt: nothing to fork warm.
+    forks_warm = False
 
     def shape(self, tctx: TaskExecutionContext) -> dict:
         """The launcher's spec of the engine for this task (raises BadShape)."""

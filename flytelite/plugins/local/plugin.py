@@ -70,8 +70,13 @@ class LocalProcessPlugin(Plugin):
     is_default = True
     # Refuse containers that do not run a flytekit entrypoint (a subclass may run any command).
     flytekit_entrypoint_only = True
+    # Fork attempts from a zygote when they can be (a subclass whose processes are not flytekit's entrypoint,
+    # or are started anew for each attempt, does not).
+    forks_warm = True
 
-    def __init__(self, ctx: Context, slots: TaskSlots | None = None):
+    def __init__(self, ctx: Context, shares_with: LocalProcessPlugin | None = None):
+        """`shares_with`: the plugin whose task slots and folder cleaner this one shares, its processes running
+        on the same machine (None: this one has its own)."""
         self.ctx = ctx
         self.machine = ctx.config.engine.machine
         self.watcher = processes.ExitWatcher()
@@ -83,17 +88,23 @@ class LocalProcessPlugin(Plugin):
         self._children: dict[str, subprocess.Popen | WarmAttempt] = {}
         # Attempts' temp folders (see folders.temp_dir).
         self._temp_root = folders.temp_root(ctx.config.attempts_dir)
-        engine = ctx.config.engine
-        # Each attempt holds one (by its marker) from before its process starts until it is known to have ended.
-        self.slots = slots or TaskSlots(engine.max_task_processes or machine_slots())
-        ctx.metrics.gauge(f"{OWN}task_slots:size", "Task processes this machine runs at once",
-                          lambda: self.slots.size)
-        ctx.metrics.gauge(f"{OWN}task_slots:in_use", "Task slots held by attempts", self.slots.in_use)
+        self._owns_machine = shares_with is None
+        self.slots: TaskSlots
+        self.cleaner: FolderCleaner
+        if shares_with is not None:
+            self.slots, self.cleaner = shares_with.slots, shares_with.cleaner
+        else:
+            # Each attempt holds one (by its marker) from before its process starts until it is known to have
+            # ended.
+            self.slots = TaskSlots(ctx.config.engine.max_task_processes or machine_slots())
+            ctx.metrics.gauge(f"{OWN}task_slots:size", "Task processes this machine runs at once",
+                              lambda: self.slots.size)
+            ctx.metrics.gauge(f"{OWN}task_slots:in_use", "Task slots held by attempts", self.slots.in_use)
+            # Finished attempts' folders, deleted in the background while no task runs (cleaner.py).
+            self.cleaner = FolderCleaner(ctx.config.attempts_dir / ".trash", self._temp_root,
+                                         busy=lambda: self.slots.in_use() > 0)
         # Attempts forked from a zygote when they can be (see plugins/warm); the others run cold.
-        self.warm = warm.warm_pool(ctx, self._temp_root, self.slots.size)
-        # Finished attempts' folders, deleted in the background while no task runs (cleaner.py).
-        self.cleaner = FolderCleaner(ctx.config.attempts_dir / ".trash", self._temp_root,
-                                     busy=lambda: self.slots.in_use() > 0)
+        self.warm = warm.warm_pool(ctx, self._temp_root, self.slots.size) if self.forks_warm else None
 
     def capacity(self) -> int | None:
         return self.slots.size
@@ -101,7 +112,8 @@ class LocalProcessPlugin(Plugin):
     def setup(self, loop) -> None:
         self._loop = loop
         self.watcher.bind(loop)
-        self.cleaner.start()
+        if self._owns_machine:
+            self.cleaner.start()
         if self.warm is not None:
             self.warm.prestart(self.ctx.config.interpreter_for(""))
 
@@ -109,7 +121,8 @@ class LocalProcessPlugin(Plugin):
         self.watcher.close()
         if self.warm is not None:
             self.warm.close()
-        self.cleaner.close()
+        if self._owns_machine:
+            self.cleaner.close()
 
     # -- the attempt's life ------------------------------------------------------------------
     def handle(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
