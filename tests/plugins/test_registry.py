@@ -105,7 +105,7 @@ def test_an_executions_plugin_override_comes_first():
 
 
 def test_the_plugins_that_start_processes_here_share_the_machines_task_slots_and_folder_cleaner(tmp_path):
-    """One set of task slots and one cleaner thread for the machine; only python-task attempts fork warm."""
+    """One set of task slots and one cleaner thread for the machine; only the default plugin forks warm."""
     ctx = h.make_context(tmp_path)
     registry = default_plugins(ctx)
     try:
