@@ -144,8 +144,10 @@ def apply_sort(query: Select, sort_by: common_pb2.Sort | None, fields: dict[str,
     return query.order_by(column.asc() if asc else column.desc())
 
 
-def page(session: Session, query: Select, limit: int, token: str) -> tuple[list, str]:
-    """One page of results and the token of the next page ('' when this is the last)."""
+def page(session: Session, query: Select, limit: int, token: str,
+         params: dict[str, Any] | None = None) -> tuple[list, str]:
+    """One page of results and the token of the next page ('' when this is the last); `params`: the values of
+    the query's bound parameters."""
     if limit < 0:
         raise InvalidArgument(f"limit must not be negative, got {limit}")
     limit = min(limit or 100, MAX_LIMIT)
@@ -156,7 +158,7 @@ def page(session: Session, query: Select, limit: int, token: str) -> tuple[list,
     if not 0 <= offset <= MAX_OFFSET:
         raise InvalidArgument(f"invalid pagination token {token!r}; pass the token a previous list returned "
                               "(an offset between 0 and 2^62)")
-    rows = list(session.scalars(query.offset(offset).limit(limit + 1)))
+    rows = list(session.scalars(query.offset(offset).limit(limit + 1), params))
     more = len(rows) > limit
     return rows[:limit], str(offset + limit) if more else ""
 

@@ -6,7 +6,7 @@ Rows come from the engine's task events (`task_events.py`), one per retry attemp
 from __future__ import annotations
 
 from flyteidl.admin import node_execution_pb2, task_execution_pb2
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from flytelite.admin.exec_data import ExecutionData, task_flyte_urls
 from flytelite.admin.executions import utc_time
@@ -33,6 +33,16 @@ TASK_EXECUTION_FIELDS = {
 }
 
 
+# A node's attempts, which a client watching an execution lists for every node on every poll: the statement built
+# once (building it cost SQLAlchemy more than running it), and once more in the default order.
+_NODE_ATTEMPTS = select(TaskExecution).where(
+    TaskExecution.project == bindparam("project"), TaskExecution.domain == bindparam("domain"),
+    TaskExecution.execution_name == bindparam("execution_name"), TaskExecution.node_id == bindparam("node_id"),
+)
+_NODE_ATTEMPTS_IN_ORDER = ordered(_NODE_ATTEMPTS, None, TASK_EXECUTION_FIELDS, TaskExecution.retry_attempt,
+                                  TaskExecution.id)
+
+
 def task_execution_to_proto(row: TaskExecution, node: NodeExecution | None) -> task_execution_pb2.TaskExecution:
     # A dynamic task's attempt is the parent of the nodes it yielded.
     is_parent = node is not None and node_execution_pb2.NodeExecutionMetaData.FromString(node.metadata_pb).is_dynamic
@@ -53,16 +63,16 @@ class TaskExecutionsApi:
         ex = node_id.execution_id
         if not (ex.project and ex.domain and ex.name and node_id.node_id):
             raise InvalidArgument("listing task executions needs node_execution_id with its execution id and node id")
-        query = select(TaskExecution).where(
-            TaskExecution.project == ex.project, TaskExecution.domain == ex.domain,
-            TaskExecution.execution_name == ex.name, TaskExecution.node_id == node_id.node_id,
-        )
-        query = apply_filters(query, request.filters, TASK_EXECUTION_FIELDS)
         sort_by = request.sort_by if request.HasField("sort_by") else None
-        query = ordered(query, sort_by, TASK_EXECUTION_FIELDS, TaskExecution.retry_attempt, TaskExecution.id)
+        if request.filters or sort_by is not None:
+            query = apply_filters(_NODE_ATTEMPTS, request.filters, TASK_EXECUTION_FIELDS)
+            query = ordered(query, sort_by, TASK_EXECUTION_FIELDS, TaskExecution.retry_attempt, TaskExecution.id)
+        else:
+            query = _NODE_ATTEMPTS_IN_ORDER
+        ids = {"project": ex.project, "domain": ex.domain, "execution_name": ex.name, "node_id": node_id.node_id}
         with self.ctx.db.session() as session:
             node = repo.find_node_execution(session, ex, node_id.node_id)
-            rows, token = page(session, query, request.limit, request.token)
+            rows, token = page(session, query, request.limit, request.token, ids)
             attempts = [task_execution_to_proto(r, node) for r in rows]
         finished = node is not None and node.phase in NODE_TERMINAL and all(r.phase in TASK_TERMINAL for r in rows)
         return task_execution_pb2.TaskExecutionList(task_executions=attempts, token=token), finished

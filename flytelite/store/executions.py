@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from typing import overload
 
 from flyteidl.core import identifier_pb2 as idpb
-from sqlalchemy import false, func, select, update
+from sqlalchemy import bindparam, false, func, select, update
 from sqlalchemy.orm import Session
 
 from flytelite.errors import NotFound
@@ -85,14 +85,31 @@ def get_execution(session: Session, ident: idpb.WorkflowExecutionIdentifier, for
     return row
 
 
+# The lookups a client watching an execution makes for every node on every poll, built once: building the
+# statement (its WHERE clause, its cache key) cost SQLAlchemy more than running it.
+_NODE_EXECUTION = select(NodeExecution).where(
+    NodeExecution.project == bindparam("project"),
+    NodeExecution.domain == bindparam("domain"),
+    NodeExecution.execution_name == bindparam("execution_name"),
+    NodeExecution.node_id == bindparam("node_id"),
+)
+_TASK_EXECUTION = select(TaskExecution).where(
+    TaskExecution.project == bindparam("project"),
+    TaskExecution.domain == bindparam("domain"),
+    TaskExecution.execution_name == bindparam("execution_name"),
+    TaskExecution.node_id == bindparam("node_id"),
+    TaskExecution.task_project == bindparam("task_project"),
+    TaskExecution.task_domain == bindparam("task_domain"),
+    TaskExecution.task_name == bindparam("task_name"),
+    TaskExecution.task_version == bindparam("task_version"),
+    TaskExecution.retry_attempt == bindparam("retry_attempt"),
+)
+
+
 def find_node_execution(session: Session, execution: idpb.WorkflowExecutionIdentifier,
                         node_id: str) -> NodeExecution | None:
-    return session.scalar(select(NodeExecution).where(
-        NodeExecution.project == execution.project,
-        NodeExecution.domain == execution.domain,
-        NodeExecution.execution_name == execution.name,
-        NodeExecution.node_id == node_id,
-    ))
+    return session.scalar(_NODE_EXECUTION, {"project": execution.project, "domain": execution.domain,
+                                            "execution_name": execution.name, "node_id": node_id})
 
 
 def get_node_execution(session: Session, ident: idpb.NodeExecutionIdentifier) -> NodeExecution:
@@ -106,17 +123,11 @@ def get_node_execution(session: Session, ident: idpb.NodeExecutionIdentifier) ->
 
 def find_task_execution(session: Session, ident: idpb.TaskExecutionIdentifier) -> TaskExecution | None:
     node, task = ident.node_execution_id, ident.task_id
-    return session.scalar(select(TaskExecution).where(
-        TaskExecution.project == node.execution_id.project,
-        TaskExecution.domain == node.execution_id.domain,
-        TaskExecution.execution_name == node.execution_id.name,
-        TaskExecution.node_id == node.node_id,
-        TaskExecution.task_project == task.project,
-        TaskExecution.task_domain == task.domain,
-        TaskExecution.task_name == task.name,
-        TaskExecution.task_version == task.version,
-        TaskExecution.retry_attempt == ident.retry_attempt,
-    ))
+    return session.scalar(_TASK_EXECUTION, {
+        "project": node.execution_id.project, "domain": node.execution_id.domain,
+        "execution_name": node.execution_id.name, "node_id": node.node_id, "task_project": task.project,
+        "task_domain": task.domain, "task_name": task.name, "task_version": task.version,
+        "retry_attempt": ident.retry_attempt})
 
 
 def get_task_execution(session: Session, ident: idpb.TaskExecutionIdentifier) -> TaskExecution:

@@ -7,7 +7,7 @@ from concurrent import futures
 
 import grpc
 import pytest
-from flyteidl.admin import execution_pb2, node_execution_pb2, task_execution_pb2
+from flyteidl.admin import common_pb2, execution_pb2, node_execution_pb2, task_execution_pb2
 from flyteidl.core import catalog_pb2, compiler_pb2
 from flyteidl.core import execution_pb2 as core
 from flyteidl.core import identifier_pb2 as idpb
@@ -218,6 +218,16 @@ def test_task_events_attempts_logs_reasons(h):
     listed = h.svc.ListTaskExecutions(task_execution_pb2.TaskExecutionListRequest(
         node_execution_id=node_id(exec_id, "n0"), limit=10))
     assert [t.id.retry_attempt for t in listed.task_executions] == [0, 1]
+    # Filtered, sorted and paged, the list is still this node's attempts.
+    def attempts(**request) -> tuple[list[int], str]:
+        got = h.svc.ListTaskExecutions(task_execution_pb2.TaskExecutionListRequest(
+            node_execution_id=node_id(exec_id, "n0"), **request))
+        return [t.id.retry_attempt for t in got.task_executions], got.token
+
+    assert attempts(filters="eq(phase,SUCCEEDED)") == ([1], "")
+    assert attempts(sort_by=common_pb2.Sort(key="retry_attempt", direction=common_pb2.Sort.DESCENDING)) == ([1, 0], "")
+    assert attempts(limit=1) == ([0], "1") and attempts(limit=1, token="1") == ([1], "")
+    assert attempts(filters="eq(phase,RUNNING)") == ([], "")
     data = h.svc.GetTaskExecutionData(task_execution_pb2.TaskExecutionGetDataRequest(id=attempt_id(exec_id, "n0", 1)))
     assert values_of(data.full_inputs) == {"x": 3} and values_of(data.full_outputs) == {"o0": 6}
     assert data.flyte_urls.inputs == f"flyte://v1/{P}/{D}/{exec_id.name}/n0/1/i"
