@@ -222,6 +222,9 @@ class BlobStore:
             os.makedirs(file, exist_ok=True)
 
     def size(self, path: str) -> int:
+        file = self.local_file(path)
+        if file is not None:
+            return os.path.getsize(file)
         return self.fs.size(path)
 
     def delete(self, path: str) -> None:
