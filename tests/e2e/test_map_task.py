@@ -14,7 +14,8 @@ from flytekit.configuration import Config as FlyteConfig
 from flytekit.models.core.execution import NodeExecutionPhase, TaskExecutionPhase, WorkflowExecutionPhase
 from flytekit.remote import FlyteRemote
 
-from tests.e2e.flyte_cli import copy_workflows, run_remote
+from flytelite.plugins.local import folders
+from tests.e2e.flyte_cli import copy_workflows, run_remote, wait_for
 
 pytestmark = pytest.mark.e2e
 WAIT = timedelta(seconds=120)
@@ -121,6 +122,17 @@ def test_server_killed_mid_map_resumes_without_rerunning_items(fresh_server, tmp
     runs = sorted(p.name.rsplit("-", 1)[0] for p in markers.iterdir())
     assert runs == [f"item-{i}" for i in range(5)], runs
     assert [r.phase for r in items_of(execution.node_executions["n0"])] == [TaskExecutionPhase.SUCCEEDED] * 5
+    # The items that ended before the kill had their folders handed to the cleaner, which waits while tasks run:
+    # the restarted server deletes them, with the others.
+    attempts = server.home / "work"
+    run = attempts / f"flytesnacks-development-{name}"
+    temp_root = Path(folders.temp_root(attempts))
+
+    def left() -> list[str]:
+        return ([p.name for p in run.iterdir()] if run.exists() else []) + \
+            [p.name for p in temp_root.iterdir() if not p.name.startswith("zygote-")]
+
+    wait_for(lambda: not left(), "the killed server's finished items' folders to be deleted")
 
 
 def test_an_array_of_a_launch_plan_runs_a_child_execution_per_item_with_its_concurrency(server, remote, tmp_path):

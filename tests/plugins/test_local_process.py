@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
 from pathlib import Path
 
@@ -179,6 +180,60 @@ def test_finished_attempts_folders_wait_while_tasks_run_unless_they_waited_too_l
         wait_for(lambda: not folders[1].exists(), "a folder that waited too long to be deleted while a task runs")
     finally:
         cleaner.close()
+
+
+def test_what_the_cleaner_is_handed_stays_in_its_journal_until_deleted(tmp_path):
+    """Folders handed over are appended to the server's journal, which is emptied once they are deleted and
+    removed when the server stops with nothing left to delete."""
+    folders = [tmp_path / "work" / "run" / f"n{i}-0" for i in range(2)]
+    for folder in folders:
+        folder.mkdir(parents=True)
+    running = True
+    cleaner = FolderCleaner(tmp_path / "work" / ".trash", str(tmp_path / "tmp"), busy=lambda: running)
+    try:
+        cleaner.discard(*map(str, folders))
+        [journal] = (tmp_path / "work" / ".discarding").iterdir()
+        assert journal.read_text().splitlines() == [str(f) for f in folders]
+        running = False
+        wait_for(lambda: not any(f.exists() for f in folders), "the folders to be deleted once no task runs")
+        wait_for(lambda: journal.read_text() == "", "the journal to be emptied")
+    finally:
+        cleaner.close()
+    assert not journal.exists()
+
+
+def test_the_next_start_deletes_what_a_killed_servers_journal_names_and_nothing_else(tmp_path):
+    """A server killed before its cleaner deleted what it was handed leaves its journal: the next start on the same
+    machine deletes what it names inside the attempts' folders and the temp root, and removes it. The journals of
+    live servers and of other machines' servers are theirs, and a damaged line names nothing."""
+    work, temp_root = tmp_path / "work", tmp_path / "tmp"
+    handed = [work / "run" / "n0-0", work / "run" / "n0-0.pid", temp_root / "0123abcd"]
+    kept = [work / "run" / "n1-0", tmp_path / "outside", work / "run" / "n2-0", work / "run" / "n3-0"]
+    for path in handed + kept:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.mkdir() if not path.name.endswith(".pid") else path.write_text("1 2\n")
+    dead_pid = 2**22 + 1  # above the largest pid Linux gives: no such process
+    live_server = subprocess.Popen(["sleep", "600"])
+    journals = work / ".discarding"
+    journals.mkdir()
+    dead = journals / f"{dead_pid}-1-here"
+    dead.write_text("".join(f"{p}\n" for p in handed) + f"{work}\n{tmp_path / 'outside'}\n"
+                    f"{work / 'run' / '..' / '..' / 'outside'}\n{journals}\n{kept[0]}")  # the last line was cut short
+    live = journals / f"{live_server.pid}-{processes.start_time(live_server.pid)}-here"
+    live.write_text(f"{kept[2]}\n")
+    elsewhere = journals / f"{dead_pid}-1-there"
+    elsewhere.write_text(f"{kept[3]}\n")
+    cleaner = FolderCleaner(work / ".trash", str(temp_root), machine="here")
+    try:
+        cleaner.start()
+        wait_for(lambda: not any(p.exists() for p in handed), "what the dead server's journal names to be deleted")
+        wait_for(lambda: not dead.exists(), "the dead server's journal to be removed")
+    finally:
+        cleaner.close()
+        live_server.kill()
+        live_server.wait()
+    assert all(p.exists() for p in kept) and work.is_dir()
+    assert live.read_text() == f"{kept[2]}\n" and elsewhere.read_text() == f"{kept[3]}\n"
 
 
 def test_finished_attempts_folders_are_deleted_in_the_background_and_what_a_stop_left_after_the_next_start(

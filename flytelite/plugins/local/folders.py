@@ -29,8 +29,13 @@ def ray_dir(marker: str) -> str:
     """The attempt's Ray temp folder (RAY_TMPDIR), for a Ray the task starts itself (modin, ray.init()) or the
     compute plugin starts for it: Ray puts unix sockets (at most 107 bytes) three levels below it, which leaves
     it 45 bytes. The attempt's temp folder is too deep, and so may the system's be (TMPDIR): /tmp it is."""
+    return ray_prefix() + hashlib.sha1(marker.encode()).hexdigest()[:12]
+
+
+def ray_prefix() -> str:
+    """What every attempt's Ray temp folder's path starts with."""
     root = "/tmp" if os.access("/tmp", os.W_OK) else tempfile.gettempdir()
-    return os.path.join(root, "ray-" + hashlib.sha1(marker.encode()).hexdigest()[:12])
+    return os.path.join(root, "ray-")
 
 
 def claim_folder(path: str) -> bool:

@@ -102,7 +102,8 @@ class LocalProcessPlugin(Plugin):
             ctx.metrics.gauge(f"{OWN}task_slots:in_use", "Task slots held by attempts", self.slots.in_use)
             # Finished attempts' folders, deleted in the background while no task runs (cleaner.py).
             self.cleaner = FolderCleaner(ctx.config.attempts_dir / ".trash", self._temp_root,
-                                         busy=lambda: self.slots.in_use() > 0)
+                                         busy=lambda: self.slots.in_use() > 0, prefixes=(folders.ray_prefix(),),
+                                         machine=self.machine)
         # Attempts forked from a zygote when they can be (see plugins/warm); the others run cold.
         self.warm = warm.warm_pool(ctx, self._temp_root, self.slots.size) if self.forks_warm else None
 
@@ -409,10 +410,8 @@ class LocalProcessPlugin(Plugin):
             proc.poll()
         self.slots.release(st.marker)
         if st.work_dir:
-            self.cleaner.discard(st.work_dir)
-            self.cleaner.discard(pid_file(st.work_dir))
-            self.cleaner.discard(self._temp_dir(st.marker))
-            self.cleaner.discard(self._ray_dir(st.marker))
+            self.cleaner.discard(st.work_dir, pid_file(st.work_dir), self._temp_dir(st.marker),
+                                 self._ray_dir(st.marker))
 
     # -- the command -----------------------------------------------------------------------
     def _command(self, tctx: TaskExecutionContext, st: AttemptState) -> tuple[list[str], dict[str, str]]:
