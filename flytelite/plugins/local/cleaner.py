@@ -135,7 +135,7 @@ class FolderCleaner:
                 _remove_if_empty(self._temp_root)  # close() found this sweep's folders still there
                 return
 
-    # -- the journal (all but _take_over_journals called holding self._lock) --------------------------------
+    # -- the journal (written, cleared and closed holding self._lock) ------------------------------------------
     def _write_journal(self, paths: Sequence[str]) -> None:
         """Append the paths to this server's journal (a path with a line break in it is not journaled)."""
         lines = "".join(f"{path}\n" for path in paths if "\n" not in path).encode()
