@@ -49,9 +49,9 @@ class EngineConfig:
     # group's wait than there are processors reports QUEUED until it starts (plugins/local/warm.py's sent); one
     # that waits behind fewer counts as running, as one given to an idle worker does.
     warm_queue_seconds: float = 1.0
-    # Where task attempts' folders go (their working folder with the unpacked code, their pid files), each
-    # deleted after its attempt; empty: <home>/work. Their temp folders are in the server's temp folder. A
-    # folder on a tmpfs (such as /dev/shm/flytelite) keeps that churn of small files off the disk: on an ext4
+    # Where task attempts' folders go (their working folder with the unpacked code, and a pid file where that
+    # folder can hold no attribute), each deleted after its attempt; empty: <home>/work. Their temp folders are
+    # in the server's temp folder. A folder on a tmpfs (such as /dev/shm/flytelite) keeps that churn of small files off the disk: on an ext4
     # without a journal, creating a file soon after many were deleted costs the kernel a scan past each of
     # them (see the README). Tasks' files in it then take memory: leave it on the disk for tasks that write
     # large ones.

@@ -7,6 +7,8 @@ Each parity test runs one real flytekit workflow through the real engine twice, 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import errno
 import os
 import re
 import signal
@@ -25,11 +27,11 @@ from flytelite.plugins.local.plugin import LocalProcessPlugin
 from flytelite.plugins.local.state import HELD_VERSION, ROOM_VERSION
 from flytelite.plugins.machinery import processes
 from flytelite.plugins.machinery.core import PluginPhase, TaskExecutionContext
-from flytelite.plugins.warm import pool
-from flytelite.plugins.warm.child import write_pid_file
+from flytelite.plugins.warm import messages, pool
+from flytelite.plugins.warm.child import record_pid, write_pid_file
 from flytelite.plugins.warm.pool import (
     WarmPool,
-    find_by_pid_file,
+    find_by_recorded_pid,
     pid_file,
     pyflyte_command,
     starts_alike,
@@ -383,16 +385,47 @@ def _too_slow_attempts(tmp_path, name: str):
     return ctx, tctx, marks
 
 
+def test_the_pid_is_recorded_on_the_working_folder_or_else_in_a_pid_file_beside_it(tmp_path, monkeypatch):
+    """The zygote records an attempt's process as an attribute of its working folder, which creates no file; on a
+    file system without user attributes, in the pid file beside the folder. Either is found after a restart."""
+    me = (os.getpid(), processes.start_time(os.getpid()))
+    work_dir = tmp_path / "run" / "n0-0"
+    work_dir.mkdir(parents=True)
+    request = messages.Run(id=1, argv=[], env={}, cwd=str(work_dir), log="", tmp="", pid_file=pid_file(str(work_dir)),
+                           bin_dir="")
+    try:
+        os.setxattr(tmp_path, "user.probe", b"1")
+        attributes = True
+    except OSError:
+        attributes = False
+    record_pid(request, *me)
+    assert find_by_recorded_pid(str(work_dir)) == me
+    assert Path(request.pid_file).exists() is not attributes
+    if attributes:
+        assert os.getxattr(work_dir, messages.PID_ATTRIBUTE) == f"{me[0]} {me[1]}\n".encode()
+
+    def unsupported(*args):
+        raise OSError(errno.ENOTSUP, "Operation not supported")
+
+    other = tmp_path / "run" / "n1-0"
+    other.mkdir()
+    monkeypatch.setattr(os, "setxattr", unsupported)
+    request = dataclasses.replace(request, cwd=str(other), pid_file=pid_file(str(other)))
+    record_pid(request, *me)
+    assert Path(request.pid_file).read_text() == f"{me[0]} {me[1]}\n"
+    assert find_by_recorded_pid(str(other)) == me
+
+
 def test_a_pid_file_is_found_beside_the_working_folder_and_where_an_older_flytelite_wrote_it(tmp_path):
     """An attempt running across an upgrade is found by the pid file the older server's zygote wrote."""
     me = f"{os.getpid()} {processes.start_time(os.getpid())}\n"
     work_dir = tmp_path / "run" / "n0-0"
-    assert find_by_pid_file(str(work_dir)) is None
+    assert find_by_recorded_pid(str(work_dir)) is None
     (tmp_path / "run" / "n0-0.warm").mkdir(parents=True)
     (tmp_path / "run" / "n0-0.warm" / "pid").write_text(me)
-    assert find_by_pid_file(str(work_dir)) == (os.getpid(), processes.start_time(os.getpid()))
+    assert find_by_recorded_pid(str(work_dir)) == (os.getpid(), processes.start_time(os.getpid()))
     (tmp_path / "run" / "n0-0.pid").write_text(f"{os.getpid()} 1\n")  # another process's start: not alive
-    assert find_by_pid_file(str(work_dir)) is None
+    assert find_by_recorded_pid(str(work_dir)) is None
 
 
 def test_a_pid_file_found_half_written_is_read_once_its_line_is(tmp_path, monkeypatch):
@@ -409,7 +442,7 @@ def test_a_pid_file_found_half_written_is_read_once_its_line_is(tmp_path, monkey
     (tmp_path / "run").mkdir()
     Path(pid_file(work_dir)).write_text(str(os.getpid()))  # the line's start only
     found: list = []
-    reader = threading.Thread(target=lambda: found.append(find_by_pid_file(work_dir)))
+    reader = threading.Thread(target=lambda: found.append(find_by_recorded_pid(work_dir)))
     reader.start()
     assert looked.wait(60)
     write_pid_file(pid_file(work_dir), os.getpid(), processes.start_time(os.getpid()))
@@ -418,10 +451,10 @@ def test_a_pid_file_found_half_written_is_read_once_its_line_is(tmp_path, monkey
     # One that stays unfinished is no pid file.
     monkeypatch.setattr(pool, "PID_FILE_WRITE_SECONDS", 0.0)
     Path(pid_file(work_dir)).write_text(str(os.getpid()))
-    assert find_by_pid_file(work_dir) is None
+    assert find_by_recorded_pid(work_dir) is None
 
 
-def test_a_fork_interrupted_by_a_crash_is_found_by_its_pid_file_not_started_twice(tmp_path):
+def test_a_fork_interrupted_by_a_crash_is_found_by_its_recorded_pid_not_started_twice(tmp_path):
     """The crash window between the zygote forking and the engine persisting the pid."""
     ctx, tctx, _ = _too_slow_attempts(tmp_path, "crashfork")
 
@@ -433,9 +466,9 @@ def test_a_fork_interrupted_by_a_crash_is_found_by_its_pid_file_not_started_twic
         assert first.handle(tctx(state)).phase == PluginPhase.RUNNING
         assert state["status"] == "launching" and "pid" not in state
         assert first.warm.forks == 1
-        asyncio.run(h.wait_for(lambda: find_by_pid_file(state["work_dir"]) is not None))
-        pid = find_by_pid_file(state["work_dir"])[0]
-        # A forked child's /proc environ is the zygote's: only its pid file says which attempt it is.
+        asyncio.run(h.wait_for(lambda: find_by_recorded_pid(state["work_dir"]) is not None))
+        pid = find_by_recorded_pid(state["work_dir"])[0]
+        # A forked child's /proc environ is the zygote's: only its recorded pid says which attempt it is.
         assert processes.find_by_marker(state["marker"]) is None
         # What the crashed server persisted: the round that sent the attempt ("launching"), or nothing.
         persisted = dict(state)

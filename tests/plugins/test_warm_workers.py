@@ -22,7 +22,7 @@ from flytelite.plugins.machinery import processes
 from flytelite.plugins.machinery.slots import TaskSlots
 from flytelite.plugins.warm import messages
 from flytelite.plugins.warm import pool as pool_module
-from flytelite.plugins.warm.pool import WarmPool, find_by_pid_file
+from flytelite.plugins.warm.pool import WarmPool, find_by_recorded_pid
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.phases import WorkflowStatusPhase
 from tests.plugins.test_local_process import _gone, markers, run_workflow
@@ -222,8 +222,8 @@ def test_an_item_in_a_reused_worker_has_a_pid_file_naming_the_worker_while_it_ru
         second = _launch_item(pool, tmp_path, "b", 60.0)
         assert second.reused and second.pid == first.pid
         work = str(tmp_path / "b" / "work")
-        asyncio.run(h.wait_for(lambda: find_by_pid_file(work) is not None))
-        assert find_by_pid_file(work) == (first.pid, processes.start_time(first.pid))
+        asyncio.run(h.wait_for(lambda: find_by_recorded_pid(work) is not None))
+        assert find_by_recorded_pid(work) == (first.pid, processes.start_time(first.pid))
         assert second.poll() is None, "the item still runs"
         assert second.kill(signal.SIGKILL)
         asyncio.run(h.wait_for(lambda: _exited(second)))

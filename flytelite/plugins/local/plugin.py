@@ -14,8 +14,8 @@ the next round starts the process. With a local one the attempt starts in the ro
 the prepare first creates the attempt's output folder, so a prepare that finds the folder there knows an
 earlier life of the server may have started the process, and looks for it before starting one. An
 attempt sent to a warm zygote stays "launching" until the zygote says which process runs it (see
-WarmPool.launch); a restart meanwhile finds that process by the pid file the zygote wrote. The
-machine is recorded too: a replica that takes over an attempt started on another machine cannot see its
+WarmPool.launch); a restart meanwhile finds that process by the pid the zygote recorded with its working
+folder. The machine is recorded too: a replica that takes over an attempt started on another machine cannot see its
 process, so it judges the attempt by its files at once (no result: a retryable system error).
 """
 
@@ -47,7 +47,7 @@ from flytelite.plugins.machinery.slots import TaskSlots, machine_slots
 from flytelite.plugins.machinery.target import other_containers, primary_container_name
 from flytelite.plugins.machinery.task_site import IMAGE_ENV, task_process_env
 from flytelite.plugins.machinery.template import TemplateError, rendered_command
-from flytelite.plugins.warm.pool import WarmAttempt, find_by_pid_file, pid_file
+from flytelite.plugins.warm.pool import WarmAttempt, find_by_recorded_pid, pid_file
 
 log = logging.getLogger(__name__)
 
@@ -253,8 +253,8 @@ class LocalProcessPlugin(Plugin):
 
     def _found(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo | None:
         """An attempt that may have started unbeknown to this server: its process found running (by its marker,
-        or a forked one by its pid file) is adopted; one that ended is judged by its files. None: neither."""
-        found = processes.find_by_marker(st.marker) or find_by_pid_file(st.work_dir)
+        or a forked one by its recorded pid) is adopted; one that ended is judged by its files. None: neither."""
+        found = processes.find_by_marker(st.marker) or find_by_recorded_pid(st.work_dir)
         if found is not None:
             log.info("adopting running task process %s (pid %d)", st.marker, found[0])
             return self._started(tctx, st, found[0], found[1], None)
@@ -376,7 +376,7 @@ class LocalProcessPlugin(Plugin):
             if proc is not None:
                 target = (proc.pid, _start_time(proc))  # pid None: sent, the zygote drops or kills it
             elif not prepared_here:  # a forked attempt has the zygote's environment: only its pid file names it
-                target = processes.find_by_marker(st.marker) or find_by_pid_file(st.work_dir)
+                target = processes.find_by_marker(st.marker) or find_by_recorded_pid(st.work_dir)
         if target is not None and self._elsewhere(st):
             log.warning("cannot stop the task process of %s: it runs on machine %r, not this one (%r)",
                         st.marker, st.machine, self.machine)

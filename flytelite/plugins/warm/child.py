@@ -85,8 +85,8 @@ def run_attempt(request: messages.Run, session_fd: int) -> int:
 def _become_attempt_process(request: messages.Run, session_fd: int) -> None:
     os.setsid()  # a kill of the group reaches the task's own subprocesses; the server finds it as a leader
     os.close(session_fd)
-    # Also written here, in case the zygote is killed before it writes it.
-    write_pid_file(request.pid_file, os.getpid(), start_time(os.getpid()))
+    # Also recorded here, in case the zygote is killed before it records it.
+    record_pid(request, os.getpid(), start_time(os.getpid()))
 
 
 def run_command(request: messages.Run) -> int:
@@ -398,10 +398,21 @@ def start_time(pid: int) -> int | None:
     return int(stat[stat.rindex(")") + 2:].split()[19])
 
 
+def record_pid(request: messages.Run, pid: int, started: int | None) -> None:
+    """Record the attempt's process where a server restarted after a crash looks for it (pool.py's
+    find_by_recorded_pid): as its working folder's attribute messages.PID_ATTRIBUTE, set in one call and creating
+    nothing (a pid file per attempt was what a zygote spent most on where creating files is slow), else (a file
+    system without user attributes) in its pid file."""
+    try:
+        os.setxattr(request.cwd, messages.PID_ATTRIBUTE, f"{pid} {started}\n".encode())
+    except OSError:
+        write_pid_file(request.pid_file, pid, started)
+
+
 def write_pid_file(path: str, pid: int, started: int | None) -> None:
     """The line `<pid> <start time>`, in one write and in place: no temporary file renamed over it, one entry
     fewer to make on a disk where that is slow. A reader that finds the line without its end reads it again
-    (pool.py's find_by_pid_file); the zygote and a child it forked may both write it, and write the same."""
+    (pool.py's find_by_recorded_pid); the zygote and a child it forked may both write it, and write the same."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
     try:
         fd = os.open(path, flags, 0o644)

@@ -16,6 +16,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Union
 
+# The extended attribute of an attempt's working folder (Run.cwd) that holds "<pid> <start time>" of the process
+# running it; where the file system has no user attributes, Run.pid_file does.
+PID_ATTRIBUTE = "user.flytelite.pid"
+
 
 @dataclass(frozen=True)
 class Run:
@@ -29,7 +33,7 @@ class Run:
     env: dict[str, str]
     cwd: str
     log: str
-    # The attempt's temp folder, and the file its process writes its pid and start time to first.
+    # The attempt's temp folder, and the file its pid and start time go to where `cwd` can have no PID_ATTRIBUTE.
     tmp: str
     pid_file: str
     # The interpreter's bin folder: where pyflyte-execute and the other console scripts are.

@@ -111,8 +111,8 @@ def starts_alike(env: dict[str, str], zygote_env: dict[str, str]) -> bool:
 
 
 def pid_file(work_dir: str) -> str:
-    """The attempt's pid file: beside its working folder (which is the task's own), a file and no folder of
-    its own, so that an attempt makes and deletes as few entries as it can."""
+    """The attempt's pid file, where its working folder can have no messages.PID_ATTRIBUTE: beside the folder
+    (which is the task's own), a file and no folder of its own."""
     return f"{work_dir.rstrip('/')}.pid"
 
 
@@ -120,9 +120,15 @@ def pid_file(work_dir: str) -> str:
 PID_FILE_WRITE_SECONDS = 1.0
 
 
-def find_by_pid_file(work_dir: str) -> tuple[int, int] | None:
-    """(pid, start time) of the live warm child of an attempt, from the pid file it wrote first thing (or, for an
-    attempt an older flytelite started before an upgrade, from <working folder>.warm/pid, where that wrote it)."""
+def find_by_recorded_pid(work_dir: str) -> tuple[int, int] | None:
+    """(pid, start time) of the live warm child of an attempt, from its working folder's messages.PID_ATTRIBUTE or
+    its pid file (child.record_pid), or, for an attempt an older flytelite started before an upgrade, from
+    <working folder>.warm/pid, where that wrote it."""
+    try:
+        pid, started = (int(x) for x in os.getxattr(work_dir, messages.PID_ATTRIBUTE).split())
+        return (pid, started) if processes.is_alive(pid, started) else None
+    except (OSError, ValueError):
+        pass
     for path in (pid_file(work_dir), os.path.join(f"{work_dir.rstrip('/')}.warm", "pid")):
         deadline = time.monotonic() + PID_FILE_WRITE_SECONDS
         try:
@@ -156,7 +162,7 @@ class WarmAttempt:
         self.waits = False
         self.returncode: int | None = None
         # True when the zygote died first: the exit code will never come; watch the process like an adopted one
-        # (one whose pid the zygote never said may have been forked all the same: look for it by its pid file).
+        # (one whose pid the zygote never said may have been forked all the same: look for it by its recorded pid).
         self.orphaned = False
         # Why the zygote could not start it (it never ran).
         self.error: str | None = None

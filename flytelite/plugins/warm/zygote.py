@@ -40,8 +40,8 @@ Protocol: messages.py's, over the inherited unix socket <fd> (Run, Kill, Retire 
 Failed and Exit out) and over a socket pair with each worker (Run to it, Done from it). A worker's item
 that ends cleanly is reported as an exit with code 0 while its process lives on.
 The zygote exits when the server's end of the socket closes; running children keep running (a
-restarted server adopts them by the pid it persisted or by their pid file); workers then end after
-their item.
+restarted server adopts them by the pid it persisted or by the one recorded with their working folder);
+workers then end after their item.
 """
 
 from __future__ import annotations
@@ -292,9 +292,8 @@ class Zygote:
             self.retire(worker)  # its exit, reaped soon, is reported as this attempt's
             return
         # After the worker has it, off the attempt's way: a server that crashes before it persisted the pid still
-        # finds the worker by this file (written by the worker itself, it would delay each task on a disk where
-        # creating a file is slow).
-        _write_pid_file(request.pid_file, worker.pid, worker.start_time)
+        # finds the worker by this record.
+        _record_pid(request, worker.pid, worker.start_time)
 
     def busy(self, worker: Worker, now: float) -> bool:
         """Running an item that started less than <short seconds> ago (it takes the next waiting request when
@@ -354,7 +353,7 @@ class Zygote:
         self.send(messages.Started(id=request.id, pid=worker.pid, start_time=worker.start_time, reused=True))
         # Before anything else: a server that crashes before it persisted the pid still finds the worker by this
         # file (the zygote outlives it).
-        _write_pid_file(request.pid_file, worker.pid, worker.start_time)
+        _record_pid(request, worker.pid, worker.start_time)
 
     def fork(self, request: messages.Run, group: str | None) -> None:
         sys.stdout.flush()
@@ -391,14 +390,14 @@ class Zygote:
         os.read(session_r, 1)  # EOF once the child called setsid (or died)
         os.close(session_r)
         self.running[pid] = request.id
-        # Read while the child cannot have been reaped yet (it is ours until reap() runs). The pid file is
-        # written before the server hears of the pid: a server that crashes now finds the child by it.
+        # Read while the child cannot have been reaped yet (it is ours until reap() runs). The pid is
+        # recorded before the server hears of it: a server that crashes now finds the child by that record.
         started = child.start_time(pid)
         if ours is not None and theirs is not None:
             theirs.close()
             self.workers[pid] = Worker(pid, ours, group, started)
             self.selector.register(ours, selectors.EVENT_READ, self.workers[pid])
-        _write_pid_file(request.pid_file, pid, started)
+        _record_pid(request, pid, started)
         self.send(messages.Started(id=request.id, pid=pid, start_time=started, reused=False))
 
     def become_child(self) -> None:
@@ -478,11 +477,11 @@ class Zygote:
                 self.send(messages.Exit(pid=pid, code=os.waitstatus_to_exitcode(status)))
 
 
-def _write_pid_file(path: str, pid: int, started: int | None) -> None:
+def _record_pid(request: messages.Run, pid: int, started: int | None) -> None:
     try:
-        child.write_pid_file(path, pid, started)
+        child.record_pid(request, pid, started)
     except OSError as e:
-        print(f"zygote: could not write {path}: {e}", file=sys.stderr)
+        print(f"zygote: could not write {request.pid_file}: {e}", file=sys.stderr)
 
 
 def kill_group(pid: int, sig: int) -> None:
