@@ -401,7 +401,7 @@ def start_time(pid: int) -> int | None:
 def record_pid(request: messages.Run, pid: int, started: int | None) -> None:
     """Record the attempt's process where a server restarted after a crash looks for it (pool.py's
     find_by_recorded_pid): as its working folder's attribute messages.PID_ATTRIBUTE, set in one call and creating
-    nothing (a pid file per attempt was what a zygote spent most on where creating files is slow), else (a file
+    nothing (the zygote records it between two items, and creating a file is slow on some disks), else (a file
     system without user attributes) in its pid file."""
     try:
         os.setxattr(request.cwd, messages.PID_ATTRIBUTE, f"{pid} {started}\n".encode())
