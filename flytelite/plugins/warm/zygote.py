@@ -352,7 +352,7 @@ class Zygote:
         self.running[worker.pid], worker.since = request.id, time.monotonic()
         self.send(messages.Started(id=request.id, pid=worker.pid, start_time=worker.start_time, reused=True))
         # Before anything else: a server that crashes before it persisted the pid still finds the worker by this
-        # file (the zygote outlives it).
+        # record (the zygote outlives it).
         _record_pid(request, worker.pid, worker.start_time)
 
     def fork(self, request: messages.Run, group: str | None) -> None:
