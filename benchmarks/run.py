@@ -33,6 +33,7 @@ import shutil
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -77,6 +78,24 @@ def sections(root: Path, runs: int) -> dict[str, tuple[str, Callable[[], list[Ro
 SECTION_NAMES = ("engine", "concurrent", "peers", "real", "postgresql", "kubernetes", "compute", "pytest")
 
 
+def measure(every: dict[str, tuple[str, Callable[[], list[Row]]]], chosen: list[str], failed: list[str]) -> list[Row]:
+    """The chosen sections' rows, one section after another. A section that raises gets one row saying so (and
+    its name appended to `failed`): the other sections' rows are kept."""
+    rows = []
+    for name in chosen:
+        title, section = every[name]
+        print(f"benchmark: {title} ...", file=sys.stderr, flush=True)
+        try:
+            section_rows = section()
+        except Exception as e:  # noqa: BLE001 - any failure of a section; the traceback goes to stderr
+            traceback.print_exc()
+            failed.append(name)
+            section_rows = [Row(f"{title}: failed", [], "", note=f"{type(e).__name__}: {e}".splitlines()[0])]
+        rows += section_rows
+        print(render(section_rows), file=sys.stderr, flush=True)
+    return rows
+
+
 def machine() -> str:
     cpu = "unknown CPU"
     try:
@@ -102,20 +121,14 @@ def main() -> None:
     chosen = [name for name in SECTION_NAMES if args.only is None or name in args.only]
     out = args.out or RESULTS / ("latest.md" if args.only is None else "partial.md")
     started = time.monotonic()
+    failed: list[str] = []  # the sections that raised
     root = Path(tempfile.mkdtemp(prefix="flytelite-bench-"))
     # What every process of the run writes to its temp folder (flytekit makes a sandbox folder per local run
     # and per map item and leaves it: ~4,000 of them in a run) goes with the run's folder.
     (root / "tmp").mkdir()
     os.environ["TMPDIR"] = tempfile.tempdir = str(root / "tmp")
     try:
-        rows = []
-        every = sections(root, args.runs)
-        for name in chosen:
-            title, section = every[name]
-            print(f"benchmark: {title} ...", file=sys.stderr, flush=True)
-            section_rows = section()
-            rows += section_rows
-            print(render(section_rows), file=sys.stderr, flush=True)
+        rows = measure(sections(root, args.runs), chosen, failed)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     minutes = (time.monotonic() - started) / 60
@@ -129,6 +142,8 @@ def main() -> None:
         "Medians; every row of one run was measured in the same run, one after another.\n\n"
         + table + "\n" + NOTES)
     print(table)
+    if failed:
+        sys.exit(f"benchmark sections failed: {', '.join(failed)} (their rows say why)")
 
 
 NOTES = """\

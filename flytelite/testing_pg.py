@@ -11,6 +11,7 @@ import glob
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -38,6 +39,18 @@ def find_pg_bin() -> Path:
                        "(or set FLYTELITE_PG_BIN to the folder holding initdb and pg_ctl)")
 
 
+def _temp_dir_for_postgres(as_root: bool) -> str:
+    """Where the cluster's folder goes: the temp folder, unless we are root and user postgres (who runs the
+    cluster then) cannot reach it, as in a private temp folder (mkdtemp's are 0700); /tmp then."""
+    where = tempfile.gettempdir()
+    if not as_root:
+        return where
+    path = Path(where).resolve()
+    if all(folder.stat().st_mode & stat.S_IXOTH for folder in (path, *path.parents)):
+        return where
+    return "/tmp"
+
+
 class PostgresCluster:
     """A PostgreSQL cluster of its own in a temporary folder, reached through a unix socket in that folder."""
 
@@ -46,11 +59,11 @@ class PostgresCluster:
         whose clients connect without a password besides loopback's (pods of a test cluster, say)."""
         self.bin_dir = bin_dir or find_pg_bin()
         self.listen, self.trusted_networks = listen, trusted_networks
-        self.folder = Path(tempfile.mkdtemp(prefix="flytelite-pg-"))
+        self._as_root = os.geteuid() == 0
+        self.folder = Path(tempfile.mkdtemp(prefix="flytelite-pg-", dir=_temp_dir_for_postgres(self._as_root)))
         self.data_dir = self.folder / "data"
         self.socket_dir = self.folder
         self.port = 0
-        self._as_root = os.geteuid() == 0
 
     @property
     def url(self) -> str:
