@@ -78,10 +78,11 @@ def sections(root: Path, runs: int) -> dict[str, tuple[str, Callable[[], list[Ro
 SECTION_NAMES = ("engine", "concurrent", "peers", "real", "postgresql", "kubernetes", "compute", "pytest")
 
 
-def measure(every: dict[str, tuple[str, Callable[[], list[Row]]]], chosen: list[str], failed: list[str]) -> list[Row]:
-    """The chosen sections' rows, one section after another. A section that raises gets one row saying so (and
-    its name appended to `failed`): the other sections' rows are kept."""
-    rows = []
+def measure(every: dict[str, tuple[str, Callable[[], list[Row]]]], chosen: list[str]) -> tuple[list[Row], list[str]]:
+    """The chosen sections' rows, one section after another, and the names of those that failed: a section that
+    raises gets one row saying so, and the other sections' rows are kept."""
+    rows: list[Row] = []
+    failed: list[str] = []
     for name in chosen:
         title, section = every[name]
         print(f"benchmark: {title} ...", file=sys.stderr, flush=True)
@@ -93,7 +94,7 @@ def measure(every: dict[str, tuple[str, Callable[[], list[Row]]]], chosen: list[
             section_rows = [Row(f"{title}: failed", [], "", note=f"{type(e).__name__}: {e}".splitlines()[0])]
         rows += section_rows
         print(render(section_rows), file=sys.stderr, flush=True)
-    return rows
+    return rows, failed
 
 
 def machine() -> str:
@@ -121,14 +122,13 @@ def main() -> None:
     chosen = [name for name in SECTION_NAMES if args.only is None or name in args.only]
     out = args.out or RESULTS / ("latest.md" if args.only is None else "partial.md")
     started = time.monotonic()
-    failed: list[str] = []  # the sections that raised
     root = Path(tempfile.mkdtemp(prefix="flytelite-bench-"))
     # What every process of the run writes to its temp folder (flytekit makes a sandbox folder per local run
     # and per map item and leaves it: ~4,000 of them in a run) goes with the run's folder.
     (root / "tmp").mkdir()
     os.environ["TMPDIR"] = tempfile.tempdir = str(root / "tmp")
     try:
-        rows = measure(sections(root, args.runs), chosen, failed)
+        rows, failed = measure(sections(root, args.runs), chosen)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     minutes = (time.monotonic() - started) / 60

@@ -16,8 +16,7 @@ def test_a_section_that_raises_gets_a_row_saying_so_and_the_other_sections_rows_
         "broken": ("broken section", broken),
         "last": ("last section", lambda: [Row("last row", [4.0], "s")]),
     }
-    failed: list[str] = []
-    rows = measure(every, ["first", "broken", "last"], failed)
+    rows, failed = measure(every, ["first", "broken", "last"])
     assert [row.name for row in rows] == ["first row", "broken section: failed", "last row"]
     assert rows[1].note == "RuntimeError: initdb failed (1): could not change directory"
     assert failed == ["broken"]
