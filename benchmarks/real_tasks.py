@@ -52,6 +52,10 @@ BIG_MAP_ITEMS = 10_000
 # How often the watched chain's client polls (FlyteRemote.wait with sync_nodes, as `pyflyte run --wait`): as
 # often as `pyflyte run --wait --poll-interval` can (whole seconds; its default is 30 s), and ten times as often.
 WATCH_SECONDS = (1.0, 0.1)
+# Whatever the section's runs: the pairs of the watched chain's rows (per interval) and the default server's map
+# runs (each after a floor run). Their goals judge ratios finer than the spread of one run from the next.
+WATCH_PAIRS = 10
+GOAL_MAP_RUNS = 5
 
 
 @dataclass
@@ -113,13 +117,14 @@ class Measured:
 
 def measure(folder: Path, config: str, runs: int, map_items: int, map_runs: int, latency_runs: int = 0,
             cache_runs: int = 0, chain_and_map_only: bool = False, client: Path | None = None,
-            hello_from_own_venv: bool = False, big_map_items: int = 0, watched: bool = False,
+            hello_from_own_venv: bool = False, big_map_items: int = 0, watch_pairs: int = 0,
             unbounded: bool = False, floors: bool = False) -> Measured:
     """The rows' measurements on one server; `client` is the bin folder of the venv hello world's pyflyte
     runs from (see real_rows), else flytelite's venv, from which `hello_from_own_venv` runs it again;
-    `big_map_items` (if not 0) runs the map once more with that many items; `watched` runs the chain again
-    polled by a client; `unbounded` runs the maps again with unbounded concurrency; `floors` measures flytekit's
-    floor for each map run that CreateExecution starts, just before it."""
+    `big_map_items` (if not 0) runs the map once more with that many items; `watch_pairs` (if not 0) runs the
+    chain that many times more polled by a client, each after an unwatched run; `unbounded` runs the maps again
+    with unbounded concurrency; `floors` measures flytekit's floor for each map run that CreateExecution starts,
+    just before it."""
     m = Measured()
     with BenchServer(folder, config) as server:
         # The chain: pyflyte registers and runs it; further runs reuse its launch plan.
@@ -134,8 +139,8 @@ def measure(folder: Path, config: str, runs: int, map_items: int, map_runs: int,
             m.chain.append(execution_seconds(execution))
             m.attempts += [seconds(t.closure.duration) for node in server.nodes(execution.id.name)
                            for t in server.task_attempts(node)]
-        if watched:
-            m.watched = [_watched(server, lp, runs, interval) for interval in WATCH_SECONDS]
+        if watch_pairs:
+            m.watched = [_watched(server, lp, watch_pairs, interval) for interval in WATCH_SECONDS]
         with ProcessSampler(server.server.home) as sampler:
             _maps(server, m, map_items, map_runs, big_map_items, unbounded, floors)
         m.peak_processes, m.peak_mib = [sampler.peak_processes], [sampler.peak_mib]
@@ -333,9 +338,9 @@ def times(values: list[float], base: list[float]) -> str:
 def real_rows(root: Path, runs: int, local_runs: int, peers: Sequence[PeerResult] = ()) -> list[Row]:
     """The real-task rows; `peers` (measured earlier in the run) add their chain and fan-out as baselines."""
     client, client_note = _client()
-    warm = measure(root / "warm", "", runs=runs, map_items=MAP_ITEMS, map_runs=runs, latency_runs=10,
-                   cache_runs=5, client=client, hello_from_own_venv=client is not None,
-                   big_map_items=BIG_MAP_ITEMS, watched=True, unbounded=True, floors=True)
+    warm = measure(root / "warm", "", runs=runs, map_items=MAP_ITEMS, map_runs=max(runs, GOAL_MAP_RUNS),
+                   latency_runs=10, cache_runs=5, client=client, hello_from_own_venv=client is not None,
+                   big_map_items=BIG_MAP_ITEMS, watch_pairs=max(runs, WATCH_PAIRS), unbounded=True, floors=True)
     cold = measure(root / "cold", WARM_OFF, runs=1, map_items=COLD_MAP_ITEMS, map_runs=1, latency_runs=3,
                    cache_runs=1, client=client)
     local_chain = [timed(lambda: real_wfs.real_chain(x=0)) for _ in range(local_runs)]

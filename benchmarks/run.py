@@ -160,10 +160,12 @@ How each row is measured (see the modules in benchmarks/ for the code):
   run is its task execution's RUNNING to SUCCEEDED (process start until its exit was seen). With warm
   workers a map task's items run one after another in workers forked from the zygote, as many at once as
   the execution's max parallelism lets run (25, Flyte's default), each item with its own environment,
-  folder, log and a fresh import of the task's code. The 10,000-item map runs once. "home on tmpfs" runs the
-  chain and the map again on a server whose home (blob store, attempts' folders and temp folders) is in
-  /dev/shm: the difference is what creating and deleting their files costs on the disk; "engine.attempts_dir
-  on tmpfs" runs the map on a server whose home is on the disk and whose attempts' folders alone are in
+  folder, log and a fresh import of the task's code. The 10,000-item map runs once; the 1,000-item map
+  at least 5 times and the watched chain at least 10 times per poll interval, each after an unwatched run,
+  whatever --runs says (their goals judge ratios finer than one run's spread from the next). "home on
+  tmpfs" runs the chain and the map again on a server whose home (blob store, attempts' folders and temp
+  folders) is in /dev/shm: the difference is what creating and deleting their files costs on the disk;
+  "engine.attempts_dir on tmpfs" runs the map on a server whose home is on the disk and whose attempts' folders alone are in
   /dev/shm. Servers run one after another: where the disk creates files slowly for minutes after many
   were deleted (see warm workers in docs/how-to/task-environments.md), a server's runs also pay for the deletions of the one
   before it. Hello world is
