@@ -155,25 +155,24 @@ How each row is measured (see the modules in benchmarks/ for the code):
 - *concurrent executions*: a real `flytelite start` with the no-op plugin (benchmarks/noop_server.py); 1,000
   CreateExecution calls sent at once over gRPC; timed until none is unfinished; each must succeed.
   Memory is the server's VmHWM from /proc.
-- *real tasks*: a real `flytelite start`; workflows registered and first run with `pyflyte run --remote`,
-  then run again with CreateExecution; times are the server's (execution created to SUCCEEDED). A task's
-  run is its task execution's RUNNING to SUCCEEDED (process start until its exit was seen). With warm
-  workers a map task's items run one after another in workers forked from the zygote, as many at once as
-  the execution's max parallelism lets run (25, Flyte's default), each item with its own environment,
-  folder, log and a fresh import of the task's code. The 10,000-item map runs once; the 1,000-item map
-  at least 5 times and the watched chain at least 10 times per poll interval, each after an unwatched run,
-  whatever --runs says (their goals judge ratios finer than one run's spread from the next). "home on
-  tmpfs" runs the chain and the map again on a server whose home (blob store, attempts' folders and temp
-  folders) is in /dev/shm: the difference is what creating and deleting their files costs on the disk;
-  "engine.attempts_dir on tmpfs" runs the map on a server whose home is on the disk and whose attempts' folders alone are in
-  /dev/shm. Servers run one after another: where the disk creates files slowly for minutes after many
-  were deleted (see warm workers in docs/how-to/task-environments.md), a server's runs also pay for the deletions of the one
-  before it. Hello world is
-  timed by the client (`pyflyte run --remote` started to the execution seen SUCCEEDED, polled every 20 ms),
-  each run followed by `pyflyte run` of the same file, both from a venv holding flytekit alone (installed
-  once, as the peers are): flytelite's own venv holds the test suite's pandas and pyarrow, which
-  flytekit's packaging (`--copy auto` reads every loaded module's file, which imports the packages
-  flytekit loads lazily) imports in the remote run only; that venv's figures are the row's baselines.
+- *real tasks*: a real `flytelite start`; workflows registered and first run with `pyflyte run --remote`, then
+  run again with CreateExecution; times are the server's (execution created to SUCCEEDED). A task's run is its
+  task execution's RUNNING to SUCCEEDED (process start until its exit was seen). With warm workers a map
+  task's items run one after another in workers forked from the zygote, as many at once as the execution's max
+  parallelism lets run (25, Flyte's default), each item with its own environment, folder, log and a fresh
+  import of the task's code. The 10,000-item map runs once; the 1,000-item map at least 5 times and the
+  watched chain at least 10 times per poll interval, each after an unwatched run, whatever --runs says (their
+  goals judge ratios finer than one run's spread from the next). "home on tmpfs" runs the chain and the map
+  again on a server whose home (blob store, attempts' folders and temp folders) is in /dev/shm: the difference
+  is what creating and deleting their files costs on the disk; "engine.attempts_dir on tmpfs" runs the map on
+  a server whose home is on the disk and whose attempts' folders alone are in /dev/shm. Servers run one after
+  another: where the disk creates files slowly for minutes after many were deleted (see warm workers in
+  docs/how-to/task-environments.md), a server's runs also pay for the deletions of the one before it. Hello
+  world is timed by the client (`pyflyte run --remote` started to the execution seen SUCCEEDED, polled every
+  20 ms), each run followed by `pyflyte run` of the same file, both from a venv holding flytekit alone
+  (installed once, as the peers are): flytelite's own venv holds the test suite's pandas and pyarrow, which
+  flytekit's packaging (`--copy auto` reads every loaded module's file, which imports the packages flytekit
+  loads lazily) imports in the remote run only; that venv's figures are the row's baselines.
 - *peers*: Prefect and Dagster at the versions pinned in benchmarks/peers.py, each installed once into a
   venv of its own outside the clone (FLYTELITE_BENCH_CACHE, else ~/.cache/flytelite-bench), running the
   real-task rows' two workflows as a script in that venv (benchmarks/peer_workflows/): a 100-task chain
