@@ -231,6 +231,29 @@ def test_an_item_in_a_reused_worker_has_a_pid_file_naming_the_worker_while_it_ru
         pool.close()
 
 
+def test_flytekits_log_setup_is_kept_for_the_next_item_unless_what_it_reads_differs(tmp_path):
+    """Each item's PYTHONPATH names its own code folder: that alone sets flytekit's loggers up no differently."""
+    pool = WarmPool(tmp_path / "logs")
+    try:
+        seen = []
+        for name, level in (("a", None), ("b", None), ("c", "10")):
+            argv, cwd, log = _item_request(tmp_path, name, "log_setup_probe", {"tag": name})
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(h.REPO), cwd]))
+            env.pop("FLYTE_SDK_LOGGING_LEVEL", None)
+            if level is not None:
+                env["FLYTE_SDK_LOGGING_LEVEL"] = level
+            attempt = pool.launch(argv, env, cwd, log, f"{cwd}.tmp", group="siblings")
+            asyncio.run(h.wait_for(lambda: _exited(attempt)))  # noqa: B023 - waited for before the next one
+            assert attempt.returncode == 0 and attempt.reused == (name != "a")
+            out = literals_pb2.LiteralMap()
+            out.ParseFromString((tmp_path / name / "out" / "outputs.pb").read_bytes())
+            seen.append(out.literals["o0"].scalar.primitive.string_value)
+        # b found a's handler; c's logging level differs, so its loggers were set up again.
+        assert seen == ["", "a", ""]
+    finally:
+        pool.close()
+
+
 def _launch_item(pool: WarmPool, tmp_path, name: str, seconds: float):
     argv, cwd, log = _item_request(tmp_path, name, "nap", {"seconds": seconds})
     return pool.launch(argv, dict(os.environ, PYTHONPATH=str(h.REPO)), cwd, log, f"{cwd}.tmp", group="siblings")

@@ -232,6 +232,16 @@ def gate(path: str) -> str:
 
 
 @task
+def log_setup_probe(tag: str) -> str:
+    """The tag an earlier item of this worker left on flytekit's log handler ("": a handler set up for this
+    item), then this item's tag on it."""
+    handler = logging.getLogger("flytekit").handlers[0]
+    seen = getattr(handler, "flytelite_probe", "")
+    handler.flytelite_probe = tag  # type: ignore[attr-defined]  # a test's own marker
+    return seen
+
+
+@task
 def nap(seconds: float) -> float:
     time.sleep(seconds)
     return seconds

@@ -446,10 +446,11 @@ def _reseed() -> None:
         numpy_random.seed()
 
 
-# What flytekit's logger set-up reads: its variables, whether the process runs a Flyte execution, and
-# where an IPython it looks for could be imported from.
+# What flytekit's logger set-up reads: its variables, and whether the process runs a Flyte execution. It also
+# asks IPython whether it runs in an IPython shell, which a fresh task process never does, wherever an IPython
+# may be imported from: PYTHONPATH, which names each attempt's own code folder, is left out.
 _LOGGING_ENV = ("FLYTE_SDK_LOGGING_LEVEL", "FLYTE_SDK_DEV_LOGGING_LEVEL", "FLYTE_SDK_LOGGING_FORMAT",
-                "FLYTE_SDK_RICH_TRACEBACKS", "PYTHONPATH")
+                "FLYTE_SDK_RICH_TRACEBACKS")
 _FLYTEKIT_LOGGERS = ("flytekit", "user_space", "developer")
 # (what the set-up read, the loggers as it left them) after the last set-up.
 _loggers_configured: list[tuple] = []
