@@ -27,6 +27,7 @@ from flytelite.propeller.engine import Engine
 from flytelite.propeller.phases import WorkflowStatusPhase
 from tests.plugins.test_local_process import _gone, markers, run_workflow
 from tests.plugins.test_warm import PY, _run
+from tests.plugins.test_warm_environment import _output
 from tests.propeller import harness as h
 from tests.propeller import warm_tasks as wt
 from tests.propeller.test_restart import _second_life
@@ -245,9 +246,7 @@ def test_flytekits_log_setup_is_kept_for_the_next_item_unless_what_it_reads_diff
             attempt = pool.launch(argv, env, cwd, log, f"{cwd}.tmp", group="siblings")
             asyncio.run(h.wait_for(lambda: _exited(attempt)))  # noqa: B023 - waited for before the next one
             assert attempt.returncode == 0 and attempt.reused == (name != "a")
-            out = literals_pb2.LiteralMap()
-            out.ParseFromString((tmp_path / name / "out" / "outputs.pb").read_bytes())
-            seen.append(out.literals["o0"].scalar.primitive.string_value)
+            seen.append(_output(tmp_path / name))
         # b found a's handler; c's logging level differs, so its loggers were set up again.
         assert seen == ["", "a", ""]
     finally:
