@@ -143,6 +143,55 @@ def test_a_launch_interrupted_by_a_crash_is_adopted_not_started_twice(tmp_path):
             orphan.wait()
 
 
+def _unpersisted_attempt(ctx, tmp_path, name: str) -> tuple[LocalProcessPlugin, TaskExecutionContext, dict]:
+    """A new server's plugin handed an attempt whose state an earlier life never persisted (a local store:
+    that life prepared and started it in one round, then died)."""
+    closure = h.compile_entity(ft.add_then_square)
+    state: dict = {}
+    tctx = TaskExecutionContext(
+        ctx=ctx, key=("flytesnacks", "development", name), spec=None, workflow_id=closure.primary.template.id,
+        node_id="n0", attempt=0, task=closure.tasks[0].template, input_uri=str(tmp_path / "inputs.pb"),
+        output_prefix=str(tmp_path / "out"), state=state, wake=lambda delay: None,
+    )
+    return LocalProcessPlugin(ctx), tctx, state
+
+
+def test_an_attempt_whose_working_folder_an_earlier_life_made_is_looked_for_not_started_again(tmp_path):
+    """The crash window between starting a process in the round that prepared it and persisting that round:
+    the attempt's working folder says it may have started."""
+    ctx = build_context(Config(home=tmp_path / "home", database_url=database_url_for(tmp_path / "home")))
+    marker = "flytesnacks-development-unpersisted/n0/0"
+    work_dir = ctx.config.attempts_dir / "flytesnacks-development-unpersisted" / "n0-0"
+    work_dir.mkdir(parents=True)
+    orphan = processes.spawn([sys.executable, "-c", "import time; time.sleep(30)"],
+                             dict(os.environ, **{processes.MARKER_ENV: marker}), str(work_dir),
+                             str(tmp_path / "orphan.log"))
+    try:
+        plugin, tctx, state = _unpersisted_attempt(ctx, tmp_path, "unpersisted")
+        info = plugin.handle(tctx)
+        assert info.phase == PluginPhase.QUEUED and state["status"] == "launching" and "pid" not in state
+        info = plugin.handle(tctx)
+        assert info.phase == PluginPhase.RUNNING
+        assert state["pid"] == orphan.pid and state["adopted"] is True
+        assert not os.path.exists(state["log_path"])  # nothing new was started
+    finally:
+        orphan.kill()
+        orphan.wait()
+
+
+def test_an_attempt_whose_outputs_an_earlier_life_left_is_judged_by_them_without_its_working_folder(tmp_path):
+    """Its working folder gone (as an attempts folder on a tmpfs is after a reboot), the outputs the process
+    wrote before the crash finish the attempt: it does not run again."""
+    ctx = build_context(Config(home=tmp_path / "home", database_url=database_url_for(tmp_path / "home")))
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "outputs.pb").write_bytes(b"")
+    plugin, tctx, state = _unpersisted_attempt(ctx, tmp_path, "rebooted")
+    assert plugin.handle(tctx).phase == PluginPhase.QUEUED
+    assert plugin.handle(tctx).phase == PluginPhase.SUCCESS
+    assert state["status"] == "done" and not os.path.exists(state["log_path"])
+    assert not os.path.exists(state["work_dir"])
+
+
 def test_a_replica_whose_lease_runs_out_starts_no_process(tmp_path):
     """A replica about to lose an execution's lease must not start a task process: the new owner, finding
     none by its marker, would start a second one."""

@@ -11,12 +11,13 @@ Durability: an attempt is recorded as "launching", then started; the pid and its
 recorded so that after a restart a live process is adopted and waited for, and a dead one is judged by
 the files it left. With a remote blob store the "launching" record is persisted by the engine before
 the next round starts the process. With a local one the attempt starts in the round that prepares it:
-the prepare first creates the attempt's output folder, so a prepare that finds the folder there knows an
-earlier life of the server may have started the process, and looks for it before starting one. An
-attempt sent to a warm zygote stays "launching" until the zygote says which process runs it (see
-WarmPool.launch); a restart meanwhile finds that process by the pid the zygote recorded with its working
-folder. The machine is recorded too: a replica that takes over an attempt started on another machine cannot see its
-process, so it judges the attempt by its files at once (no result: a retryable system error).
+the prepare first creates the attempt's working folder, so a prepare that finds that folder, or the
+output folder the task makes, knows an earlier life of the server may have started the process, and looks
+for it (or its outputs) before starting one. An attempt sent to a warm zygote stays "launching" until the
+zygote says which process runs it (see WarmPool.launch); a restart meanwhile finds that process by the
+pid the zygote recorded with its working folder. The machine is recorded too: a replica that takes over an
+attempt started on another machine cannot see its process, so it judges the attempt by its files at once
+(no result: a retryable system error).
 """
 
 from __future__ import annotations
@@ -170,9 +171,10 @@ class LocalProcessPlugin(Plugin):
         # inode, made in the round that starts the attempt; a map task's every item is a node of its own).
         st.work_dir = str(self.ctx.config.attempts_dir / run / f"{node}-{tctx.attempt}")
         output_dir = self.ctx.blobs.local_file(st.output_prefix)
-        # A local store: the output folder made now, nothing of this attempt can be running; found there, an
-        # earlier life of the server made it and may have started the process (the next round looks for it).
-        fresh = output_dir is not None and folders.claim_folder(output_dir)
+        # A local store: the working folder made now and no output folder there, nothing of this attempt can
+        # be running (see the module's docstring). The output folder is the task's to make.
+        fresh = (output_dir is not None and not os.path.exists(output_dir)
+                 and folders.claim_folder(st.work_dir))
         if fresh or output_dir is None:
             with self._lock:
                 self._prepared.add(st.marker)
