@@ -110,6 +110,17 @@ def test_a_replica_on_another_machine_retries_the_attempt_it_cannot_reach(tmp_pa
     assert len(markers(marks, "sleep_then")) == 2
 
 
+def _attempt(ctx, tmp_path, name: str, state: dict, **kw) -> TaskExecutionContext:
+    """Attempt 0 of add_then_square's first node in execution `name`, its plugin state `state`, its files in
+    tmp_path."""
+    closure = h.compile_entity(ft.add_then_square)
+    return TaskExecutionContext(
+        ctx=ctx, key=("flytesnacks", "development", name), spec=None, workflow_id=closure.primary.template.id,
+        node_id="n0", attempt=0, task=closure.tasks[0].template, input_uri=str(tmp_path / "inputs.pb"),
+        output_prefix=str(tmp_path / "out"), state=state, wake=lambda delay: None, **kw,
+    )
+
+
 def test_a_launch_interrupted_by_a_crash_is_adopted_not_started_twice(tmp_path):
     """The crash window between starting a process and persisting its pid."""
     ctx = build_context(Config(home=tmp_path / "home", database_url=database_url_for(tmp_path / "home")))
@@ -122,12 +133,7 @@ def test_a_launch_interrupted_by_a_crash_is_adopted_not_started_twice(tmp_path):
         state = {"status": "launching", "marker": marker, "output_prefix": str(tmp_path / "out"),
                  "log_path": str(tmp_path / "n0-0.log"), "work_dir": str(tmp_path / "work")}
         plugin = LocalProcessPlugin(ctx)  # a new server: it did not prepare this attempt itself
-        closure = h.compile_entity(ft.add_then_square)
-        tctx = TaskExecutionContext(
-            ctx=ctx, key=("flytesnacks", "development", "crash"), spec=None, workflow_id=closure.primary.template.id,
-            node_id="n0", attempt=0, task=closure.tasks[0].template, input_uri=str(tmp_path / "inputs.pb"),
-            output_prefix=str(tmp_path / "out"), state=state, wake=lambda delay: None,
-        )
+        tctx = _attempt(ctx, tmp_path, "crash", state)
         info = plugin.handle(tctx)
         assert info.phase == PluginPhase.RUNNING
         assert state["pid"] == orphan.pid and state["adopted"] is True
@@ -146,14 +152,8 @@ def test_a_launch_interrupted_by_a_crash_is_adopted_not_started_twice(tmp_path):
 def _unpersisted_attempt(ctx, tmp_path, name: str) -> tuple[LocalProcessPlugin, TaskExecutionContext, dict]:
     """A new server's plugin handed an attempt whose state an earlier life never persisted (a local store:
     that life prepared and started it in one round, then died)."""
-    closure = h.compile_entity(ft.add_then_square)
     state: dict = {}
-    tctx = TaskExecutionContext(
-        ctx=ctx, key=("flytesnacks", "development", name), spec=None, workflow_id=closure.primary.template.id,
-        node_id="n0", attempt=0, task=closure.tasks[0].template, input_uri=str(tmp_path / "inputs.pb"),
-        output_prefix=str(tmp_path / "out"), state=state, wake=lambda delay: None,
-    )
-    return LocalProcessPlugin(ctx), tctx, state
+    return LocalProcessPlugin(ctx), _attempt(ctx, tmp_path, name, state), state
 
 
 def test_an_attempt_whose_working_folder_an_earlier_life_made_is_looked_for_not_started_again(tmp_path):
@@ -199,13 +199,7 @@ def test_a_replica_whose_lease_runs_out_starts_no_process(tmp_path):
     state = {"status": "launching", "marker": "flytesnacks-development-late/n0/0",
              "output_prefix": str(tmp_path / "out"), "log_path": str(tmp_path / "n0-0.log"),
              "work_dir": str(tmp_path / "work")}
-    closure = h.compile_entity(ft.add_then_square)
-    tctx = TaskExecutionContext(
-        ctx=ctx, key=("flytesnacks", "development", "late"), spec=None,
-        workflow_id=closure.primary.template.id,
-        node_id="n0", attempt=0, task=closure.tasks[0].template, input_uri=str(tmp_path / "inputs.pb"),
-        output_prefix=str(tmp_path / "out"), state=state, wake=lambda delay: None, may_launch=lambda: False,
-    )
+    tctx = _attempt(ctx, tmp_path, "late", state, may_launch=lambda: False)
     info = LocalProcessPlugin(ctx).handle(tctx)
     assert info.phase == PluginPhase.QUEUED and "renew its lease" in info.reason
     assert info.poll_after is not None
