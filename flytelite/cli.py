@@ -233,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     start = sub.add_parser("start", help="start the server (gRPC + HTTP on one port)")
     start.add_argument("--port", type=int, default=None, help=f"public port (default {DEFAULT_PORT})")
-    start.add_argument("--host", default=None, help="address to listen on (default 0.0.0.0)")
+    start.add_argument("--host", default=None, help="address to listen on (default localhost; 0.0.0.0 for every interface)")
     start.add_argument("--home", default=None, help="state folder (default ~/.flytelite)")
     start.add_argument("--config", type=Path, default=None, help="YAML configuration file")
     start.add_argument("--role", choices=("all", "api", "engine"), default=None,

@@ -81,7 +81,7 @@ class RunningServer:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", self.module, "start", "--port", str(self.port), "--home", str(self.home),
-             "--host", "127.0.0.1", "--role", self.role, *self.extra_args],
+             "--role", self.role, *self.extra_args],
             stdout=log, stderr=subprocess.STDOUT, env=self.env,
         )
         deadline = time.monotonic() + timeout

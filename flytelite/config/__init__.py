@@ -81,8 +81,10 @@ class Config:
     # The server's own folder: its SQLite database, blob store, logs and attempts' folders unless configured
     # elsewhere.
     home: Path = field(default_factory=lambda: Path(os.path.expanduser("~/.flytelite")))
-    # The address the public port listens on.
-    host: str = "0.0.0.0"
+    # The address the public port (and metrics_port) listens on: localhost, this machine's loopback addresses,
+    # unless told otherwise. 0.0.0.0 (IPv4) or :: (IPv6 too) serve every interface; without `auth` anyone who
+    # reaches the machine can then run code as the server's user, and the server warns at start.
+    host: str = "localhost"
     # The public port: the gRPC API, the REST API and the console, all on this one port.
     port: int = DEFAULT_PORT
     # The URL clients and task processes reach the API at (signed upload URLs, log and console links, the

@@ -48,7 +48,7 @@ from flytelite.scheduler.launcher import admin_launcher
 from flytelite.scheduler.scheduler import Scheduler
 from flytelite.server.collector import GC, Collector
 from flytelite.server.leadership import SCHEDULER, Leadership
-from flytelite.server.mux import PortMux, TlsPortMux, port_mux
+from flytelite.server.mux import PortMux, TlsPortMux, beyond_loopback, port_mux
 from flytelite.server.replicas import ReplicaRegistry
 from flytelite.server.wakeups import Listener, publisher
 from flytelite.storage import BlobStore
@@ -145,6 +145,7 @@ class FlyteliteServer:
         self.replica_id = uuid.uuid4().hex[:16]
         self.registry = ReplicaRegistry(ctx, self.replica_id, cfg.role)
         self._register_gauges(ctx)
+        self._warn_if_exposed()
         if cfg.metrics_port:
             self._metrics_http = serve_metrics(ctx.metrics, cfg.host, cfg.metrics_port, lambda: ctx.ready)
         if cfg.runs_engine:
@@ -176,6 +177,14 @@ class FlyteliteServer:
                 await asyncio.sleep(0.01)
         ctx.ready = True
         self._print_banner()
+
+    def _warn_if_exposed(self) -> None:
+        cfg = self.config
+        exposed = beyond_loopback(cfg.host) if cfg.serves_api or cfg.metrics_port else []
+        if exposed and not cfg.auth.enabled:
+            log.warning("listening on %s (host %s) with authentication off: anyone who can reach this machine "
+                        "can register workflows and run code on it as this server's user. Configure `auth:`, "
+                        "or listen on localhost (the default).", ", ".join(exposed), cfg.host or '""')
 
     async def _start_api(self, ctx: Context) -> None:
         """gRPC (FlyteAdmin's services) and HTTP (console, REST, uploads) behind one public port."""

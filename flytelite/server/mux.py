@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import os
 import socket
@@ -58,6 +59,17 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
                 # A TLS stream cannot be half-closed: close it, or a client that reuses a kept-alive
                 # connection the upstream already closed would wait for an answer forever.
                 writer.close()
+
+
+def beyond_loopback(host: str) -> list[str]:
+    """The addresses listening on `host` takes that other machines can reach ("" and 0.0.0.0: every interface);
+    none for localhost."""
+    try:
+        infos = socket.getaddrinfo(host or None, 0, socket.AF_UNSPEC, socket.SOCK_STREAM, 0, socket.AI_PASSIVE)
+    except socket.gaierror:
+        return []  # nothing to listen on: listen() says so
+    addresses = {str(info[4][0]) for info in infos}
+    return sorted(a for a in addresses if not ipaddress.ip_address(a.split("%")[0]).is_loopback)
 
 
 def port_mux(host: str, port: int, tls: ssl.SSLContext | None = None) -> PortMux | TlsPortMux:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # flytelite's OCI images, without Docker or a registry (docs/image.md), written to dist/images/:
-#   localhost/flytelite:VERSION           the server (entrypoint flytelite, cmd start)
+#   localhost/flytelite:VERSION           the server (entrypoint flytelite, cmd start --host 0.0.0.0: a
+#                                         container's loopback is its own)
 #   localhost/flytelite-flytekit:VERSION  the default task image: flytekit, pyflyte-execute and flytelite's task
 #                                         helpers, working folder /root as flytekit's images have it
 # Both are one layer, the same root filesystem: Debian from mmdebstrap with a venv at /opt/flytelite installed
@@ -104,6 +105,6 @@ image() {  # NAME FILE [mkimage options]: write the image, print its reference, 
     made=$("${MKIMAGE[@]}" "$name" "$file" --rootfs "$rootfs" "${ENV[@]}" "$@")
     printf '%-38s %s %4s MB  %s\n' "$name" "$(cut -d' ' -f2 <<<"$made")" "$(($(stat -c %s "$file") >> 20))" "$file"
 }
-image "localhost/flytelite:$VERSION" "flytelite-$VERSION.tar" --entrypoint '["flytelite"]' --cmd '["start"]' --workdir /root
+image "localhost/flytelite:$VERSION" "flytelite-$VERSION.tar" --entrypoint '["flytelite"]' --cmd '["start", "--host", "0.0.0.0"]' --workdir /root
 image "localhost/flytelite-flytekit:$VERSION" "flytelite-flytekit-$VERSION.tar" --workdir /root
 echo "build.sh: done in $(($(date +%s) - T0))s"

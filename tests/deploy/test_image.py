@@ -116,7 +116,7 @@ def test_a_fresh_root_filesystem_gives_the_same_digest(builds, image):
 
 
 @pytest.mark.skipif(shutil.which("skopeo") is None, reason="skopeo is missing (Debian's skopeo)")
-@pytest.mark.parametrize(("image", "entrypoint", "cmd"), [(SERVER, ["flytelite"], ["start"]), (TASK, None, None)])
+@pytest.mark.parametrize(("image", "entrypoint", "cmd"), [(SERVER, ["flytelite"], ["start", "--host", "0.0.0.0"]), (TASK, None, None)])
 def test_skopeo_reads_the_archive(builds, image, entrypoint, cmd):
     archive = builds[1] / image
 
