@@ -26,6 +26,6 @@ def test_dask_and_ray_tasks_read_and_write_the_bucket(s3_compute_server, s3, tmp
     ray = finished(s3_compute_server, run(s3_compute_server, tmp_path / "ray", "ray_wf.py", "nodes_wf"))
     for execution in (dask, ray):
         succeeded(execution)
-    assert dask.outputs["o1"] == 1 and ray.outputs["o0"] == "2 seen"
+    assert dask.outputs["o1"] == 1 and ray.outputs["o0"] == "3 seen"
     for execution in (dask, ray):
         assert execution.closure.outputs.uri.startswith("s3://"), execution.closure.outputs.uri

@@ -19,13 +19,16 @@ def test_flytesnacks_ray_example_runs_as_a_ray_job(server, tmp_path):
     wait_for(lambda: not attempts_processes(name), "the Ray cluster's processes to exit", timeout=60)
 
 
-def test_the_job_sees_the_head_and_worker_group_and_its_runtime_env(server, tmp_path):
-    execution = finished(server, run(server, tmp_path, "ray_wf.py", "nodes_wf"))
-    succeeded(execution)
-    assert execution.outputs["o0"] == "2 seen"
-    logs = {log.name for n in execution.node_executions.values() for t in n.task_executions
-            for log in t.closure.logs}
-    assert {"Job submitter log (ray)", "head log (ray)", "ray-group-0 log (ray)"} <= logs
+def test_a_head_and_two_workers_start_five_times_in_a_row_and_the_job_sees_them_and_its_runtime_env(server,
+                                                                                                    tmp_path):
+    for _ in range(5):
+        execution = finished(server, run(server, tmp_path, "ray_wf.py", "nodes_wf"))
+        succeeded(execution)
+        assert execution.outputs["o0"] == "3 seen"
+        attempts = execution.node_executions["n0"].task_executions
+        assert len(attempts) == 1, [a.closure.error for a in attempts]
+        logs = {log.name for log in attempts[0].closure.logs}
+        assert {"Job submitter log (ray)", "head log (ray)", "ray-group-0 log (ray)", "ray-group-1 log (ray)"} <= logs
 
 
 def test_an_ordinary_task_that_starts_ray_itself_runs(server, tmp_path):

@@ -3,7 +3,9 @@ Flyte task and tears it down after:
 
     <task's python> launcher.py '<spec as JSON>' -- <the task's command>
 
-It runs with the task's interpreter, which has flytekit and the engine but not flytelite: standard library only.
+It runs with the task's interpreter, which has flytekit and the engine but not flytelite: standard library only,
+but for the engine's own package where the launcher is part of the engine (a Ray worker node, torch's store).
+Every engine it starts is told to listen on loopback only (LOOPBACK).
 It starts the engine's processes (a Dask scheduler and its workers; a Ray head and its worker groups), each
 logging to a file of its own; once the engine answers, it runs the task's command against it (Dask: with the
 scheduler's address in DASK_SCHEDULER_ADDRESS; Ray: submitted as a Ray job, as KubeRay's RayJob submitter does;
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shlex
 import signal
 import socket
@@ -32,9 +35,12 @@ from pathlib import Path
 
 # The launcher's exit code when an engine process died while the task ran.
 LOST = 75
-# How long the engine may take to answer before the attempt fails (a loaded machine starts Ray slowly).
-START_SECONDS = 180.0
+# How long the engine may take to answer before the attempt fails: longer on fewer processors, where a Ray
+# node's processes start slowly.
+START_SECONDS = 90.0 * max(1.0, 4 / (os.cpu_count() or 1))
 STOP_SECONDS = 10.0
+# Where every engine started for an attempt listens: nothing but this machine needs to reach it.
+LOOPBACK = "127.0.0.1"
 
 
 class EngineFailed(RuntimeError):
@@ -60,7 +66,7 @@ class Component:
 
 def free_port() -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((LOOPBACK, 0))
         return s.getsockname()[1]
 
 
@@ -91,6 +97,12 @@ class Engine:
         component = Component(name, argv, self.log_path(name), self.env)
         self.components.append(component)
         return component
+
+    def drop(self, component: Component) -> None:
+        """Stop one process and forget it (it failed to start)."""
+        self.components.remove(component)
+        component.proc.kill()
+        component.proc.wait()
 
     def up(self) -> None:
         raise NotImplementedError
@@ -132,16 +144,17 @@ class Dask(Engine):
         address = self.spec.get("address")
         if not address:
             scheduler_file = os.path.join(self.spec["tmp"], "dask-scheduler.json")
-            self.start("scheduler", [os.path.join(self.bin, "dask"), "scheduler", "--host", "127.0.0.1",
-                                     "--port", "0", "--dashboard-address", "127.0.0.1:0",
+            self.start("scheduler", [os.path.join(self.bin, "dask"), "scheduler", "--host", LOOPBACK,
+                                     "--port", "0", "--dashboard-address", f"{LOOPBACK}:0",
                                      "--scheduler-file", scheduler_file])
             wait_until(lambda: _address(scheduler_file), "the Dask scheduler started", self.components)
             address = _address(scheduler_file)
             for i in range(self.spec["workers"]):
                 self.start(f"worker-{i}", [os.path.join(self.bin, "dask"), "worker", address, "--name",
                                            f"worker-{i}", "--nthreads", str(self.spec["nthreads"]),
-                                           "--memory-limit", self.spec["memory_limit"], "--no-dashboard",
-                                           "--host", "127.0.0.1"])
+                                           "--memory-limit", self.spec["memory_limit"], "--host", LOOPBACK,
+                                           # Without a dashboard a worker still serves /metrics and /health.
+                                           "--no-dashboard", "--dashboard-address", f"{LOOPBACK}:0"])
         say(f"Dask scheduler at {address}")
         self.env["DASK_SCHEDULER_ADDRESS"] = address
 
@@ -154,36 +167,70 @@ def _address(scheduler_file: str) -> str:
 
 
 class Ray(Engine):
+    """A Ray head and its worker groups' nodes, every socket of theirs on loopback and every call to them with the
+    attempt's own token (Ray's token authentication).
+
+    Ray keeps a node on 127.0.0.1 only with multi-node clusters off (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, the
+    switch Ray reads on Windows and macOS): otherwise it replaces a loopback node address with the machine's, and
+    its GCS, raylets and agents listen on every interface. Every process of the cluster gets the switch off, the
+    job's driver included; worker nodes start through `ray_worker_node`, since with the switch off `ray start`
+    starts only a head."""
+
     def up(self) -> None:
-        ray = os.path.join(self.bin, "ray")
         address = self.spec.get("address")
         if address:
             self.dashboard = address if "://" in address else f"http://{address}"
+            # A cluster of the configuration's own: its token, if the server has one, as Ray's clients read it.
+            self.token = os.environ.get("RAY_AUTH_TOKEN", "")
         else:
-            # A cluster of this attempt's own, on loopback: no token (Ray's token authentication is for clusters
-            # others can reach).
-            self.env["RAY_AUTH_MODE"] = "disabled"
-            port, dashboard_port = free_port(), free_port()
-            head = {"port": str(port), "dashboard-port": str(dashboard_port), "dashboard-host": "127.0.0.1",
-                    "ray-client-server-port": str(free_port()), "node-ip-address": "127.0.0.1",
-                    "include-dashboard": "true", "temp-dir": self.spec["ray_tmp"], "disable-usage-stats": "",
-                    **_own_ports(), **self.spec["head"]}
-            self.start("head", [ray, "start", "--head", "--block", *_flags(head)])
-            self.dashboard = f"http://127.0.0.1:{dashboard_port}"
-            wait_until(lambda: self.alive_nodes() >= 1, "the Ray head answered", self.components)
-            for group in self.spec["groups"]:
-                for i in range(group["replicas"]):
-                    params = {"address": f"127.0.0.1:{port}", "node-ip-address": "127.0.0.1",
-                              "disable-usage-stats": "", **_own_ports(), **group["params"]}
-                    self.start(f"{group['name']}-{i}", [ray, "start", "--block", *_flags(params)])
-            # The job is submitted once every node joined, as KubeRay submits it to a ready cluster.
-            wait_until(lambda: self.alive_nodes() >= len(self.components), "every Ray worker joined",
-                       self.components)
+            self.token = secrets.token_hex(32)
+            # The metrics ports of the head's autoscaler and dashboard default to fixed numbers, which the
+            # clusters of attempts running at once would share.
+            self.env.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.token,
+                             "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "AUTOSCALER_METRIC_PORT": str(free_port()),
+                             "DASHBOARD_METRIC_PORT": str(free_port())})
+            self.own_cluster()
         say(f"Ray dashboard at {self.dashboard}")
+
+    def own_cluster(self) -> None:
+        port, dashboard_port = free_port(), free_port()
+        head = {"port": str(port), "dashboard-port": str(dashboard_port), "dashboard-host": LOOPBACK,
+                "ray-client-server-port": str(free_port()), "node-ip-address": LOOPBACK,
+                "include-dashboard": "true", "temp-dir": self.spec["ray_tmp"], "disable-usage-stats": "",
+                **_own_ports(), **self.spec["head"]}
+        self.start("head", [os.path.join(self.bin, "ray"), "start", "--head", "--block", *_flags(head)])
+        self.dashboard = f"http://{LOOPBACK}:{dashboard_port}"
+        wait_until(lambda: self.alive_nodes() >= 1, "the Ray head answered", self.components)
+        # One node at a time, each retried once: nodes starting together on a small machine outlast the 30 s
+        # Ray gives a raylet to register, and the job is submitted once every node joined, as KubeRay submits it
+        # to a ready cluster.
+        for group in self.spec["groups"]:
+            for i in range(group["replicas"]):
+                params = {"address": f"{LOOPBACK}:{port}", "node-ip-address": LOOPBACK, "disable-usage-stats": "",
+                          **_own_ports(), **group["params"]}
+                self.join(f"{group['name']}-{i}", [sys.executable, __file__, "--ray-node", *_flags(params)])
+
+    def join(self, name: str, argv: list[str]) -> None:
+        expected = len(self.components) + 1
+        for attempt in (1, 2):
+            node = self.start(name, argv)
+            try:
+                wait_until(lambda: self.alive_nodes() >= expected, f"the Ray node {name} joined", self.components)
+                return
+            except EngineFailed as e:
+                lost = self.lost()
+                if attempt == 2 or lost not in (None, node):
+                    raise
+                say(f"{e}; starting it again")
+                self.drop(node)
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     def alive_nodes(self) -> int:
         """The cluster's live nodes, from the dashboard's state API (0 while it does not answer)."""
-        nodes = _get(f"{self.dashboard}/api/v0/nodes").get("data", {}).get("result", {}).get("result", [])
+        nodes = _get(f"{self.dashboard}/api/v0/nodes", self.headers()).get("data", {}).get("result", {}) \
+            .get("result", [])
         return sum(1 for node in nodes if node.get("state") == "ALIVE")
 
     def run_task(self, argv: list[str]) -> int:
@@ -199,14 +246,16 @@ class Ray(Engine):
         entrypoint = f"cd {shlex.quote(os.getcwd())} && exec {shlex.join(argv)}"
         body = {"entrypoint": entrypoint, "submission_id": self.spec["submission_id"],
                 "runtime_env": runtime_env}
+        headers = self.headers()
         # A head whose job agent has not registered yet answers "No available agent": try again.
-        wait_until(lambda: _post(f"{self.dashboard}/api/jobs/", body), "the Ray job was accepted", self.components)
+        wait_until(lambda: _post(f"{self.dashboard}/api/jobs/", body, headers), "the Ray job was accepted",
+                   self.components)
         printed, status = 0, ""
         try:
             while status not in ("SUCCEEDED", "FAILED", "STOPPED"):
                 time.sleep(1)
-                status = _get(job).get("status", "")
-                logs = _get(f"{job}/logs").get("logs", "")
+                status = _get(job, headers).get("status", "")
+                logs = _get(f"{job}/logs", headers).get("logs", "")
                 print(logs[printed:], end="", flush=True)
                 printed = len(logs)
                 if (lost := self.lost()) is not None:
@@ -214,23 +263,35 @@ class Ray(Engine):
                     return LOST
         finally:
             if status not in ("SUCCEEDED", "FAILED", "STOPPED"):
-                _post(f"{job}/stop", {})
-        say(f"Ray job {self.spec['submission_id']} {status.lower()}: {_get(job).get('message', '')}")
+                _post(f"{job}/stop", {}, headers)
+        say(f"Ray job {self.spec['submission_id']} {status.lower()}: {_get(job, headers).get('message', '')}")
         return 0 if status == "SUCCEEDED" else 1
 
 
-def _get(url: str) -> dict:
+def ray_worker_node(flags: list[str]) -> None:
+    """`ray start <flags>` for a worker node of an attempt's own cluster, whose processes have multi-node clusters
+    off (see Ray): on for this process's own check of them, and its loopback addresses kept as given."""
+    from ray._private import ray_constants, services
+    from ray.scripts.scripts import main as ray_main
+
+    ray_constants.ENABLE_RAY_CLUSTER = True
+    services.resolve_ip_for_localhost = lambda host: host
+    sys.argv = ["ray", "start", "--block", *flags]
+    ray_main()
+
+
+def _get(url: str, headers: dict[str, str]) -> dict:
     try:
-        with urllib.request.urlopen(url, timeout=30) as answer:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as answer:
             return json.load(answer)
     except (OSError, ValueError):
         return {}
 
 
-def _post(url: str, body: dict) -> bool:
+def _post(url: str, body: dict, headers: dict[str, str]) -> bool:
     """POST JSON; whether it was accepted."""
     request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json", **headers})
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:
             return answer.status == 200
@@ -243,13 +304,22 @@ class PyTorch(Engine):
     unpacks its code where it starts); rank 0 writes to the task's log, the others to logs of their own."""
 
     def up(self) -> None:
-        port = free_port()
+        # The store the replicas meet at is the launcher's, on loopback: torch's own listens on every interface.
+        # Replicas that find it hosted join it (c10d rendezvous), or are told to (TORCHELASTIC_USE_AGENT_STORE).
+        listener = socket.socket()
+        listener.bind((LOOPBACK, 0))
+        listener.listen(128)
+        port = listener.getsockname()[1]
+        self.store = _tcp_store(listener, port)
         if self.spec["elastic"]:
-            self.env.update({"PET_RDZV_ENDPOINT": f"127.0.0.1:{port}", "PET_RDZV_BACKEND": "c10d",
+            self.env.update({"PET_RDZV_ENDPOINT": f"{LOOPBACK}:{port}", "PET_RDZV_BACKEND": "c10d",
                              "PET_NNODES": f"{self.spec['min_nodes']}:{self.spec['replicas']}"})
         else:
-            self.env.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+            self.env.update({"MASTER_ADDR": LOOPBACK, "MASTER_PORT": str(port), "TORCHELASTIC_USE_AGENT_STORE": "True",
                              "WORLD_SIZE": str(self.spec["replicas"])})
+        # Gloo's and TensorPipe's own connections on the loopback interface, unless the task says otherwise.
+        for variable in ("GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME"):
+            self.env.setdefault(variable, "lo")
 
     def run_task(self, argv: list[str]) -> int:
         replicas: list[subprocess.Popen] = []
@@ -285,13 +355,25 @@ class MPI(Engine):
 
     def up(self) -> None:
         # As many ranks as the job has slots, whatever this machine's processors; shared memory between ranks
-        # without the ptrace-based copy a container may forbid.
-        self.env.update({"OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_MCA_btl_vader_single_copy_mechanism": "none"})
+        # without the ptrace-based copy a container may forbid; the ranks' TCP transport on the loopback interface,
+        # and mpirun's addresses for its own channel (ORTE's; PRRTE's in Open MPI 5) loopback ones, though Open MPI
+        # 4.1's mpirun listens for it on every interface (it has no setting for that).
+        self.env.update({"OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
+                         "OMPI_MCA_oob_tcp_if_include": "lo", "PRTE_MCA_oob_tcp_if_include": "lo",
+                         "OMPI_MCA_btl_tcp_if_include": "lo"})
 
     def run_task(self, argv: list[str]) -> int:
         at = argv.index("-np") + 2
         rank = [local_entrypoint(word, self.bin) for word in argv[at:]]
         return super().run_task([*argv[:at], sys.executable, __file__, "--rank", "--", *rank])
+
+
+def _tcp_store(listener: socket.socket, port: int):
+    """torch's TCPStore server, in this process, on a socket of ours (whose descriptor it then owns)."""
+    from torch.distributed import TCPStore
+
+    return TCPStore(LOOPBACK, port, is_master=True, master_listen_fd=listener.detach(), wait_for_workers=False,
+                    multi_tenant=True)
 
 
 def local_entrypoint(word: str, bin_dir: str) -> str:
@@ -343,8 +425,14 @@ def run(spec: dict, argv: list[str]) -> int:
 
 
 def main() -> None:
+    # This file's folder, first on a script's path, holds flytelite's ray.py and dask.py: not the engines.
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
     if sys.argv[1] == "--rank":
         become_rank(sys.argv[3:])
+    if sys.argv[1] == "--ray-node":
+        ray_worker_node(sys.argv[2:])
+        return
     spec = json.loads(sys.argv[1])
     if sys.argv[2] != "--":
         raise SystemExit("usage: launcher.py '<spec>' -- <command>")

@@ -16,15 +16,16 @@ import shutil
 
 from flyteidl.plugins import spark_pb2
 
-from flytelite.plugins.compute.launcher import local_entrypoint
+from flytelite.plugins.compute.launcher import LOOPBACK, local_entrypoint
 from flytelite.plugins.compute.plugin import BadShape, EnginePlugin, custom, fits, quantity
 from flytelite.plugins.local.state import AttemptState
 from flytelite.plugins.machinery.core import TaskExecutionContext
 from flytelite.plugins.machinery.template import rendered_command
 
 PYTHON = spark_pb2.SparkApplication.PYTHON
-# Set for a driver on a local master unless the task sets them: nothing but itself needs to reach it.
-LOCAL_DEFAULTS = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
+# Set for a driver on a local master unless the task sets them: nothing but itself needs to reach it. (Its UI
+# listens where SPARK_LOCAL_IP says, every interface without it.)
+LOCAL_DEFAULTS = {"spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK}
 
 
 class SparkPlugin(EnginePlugin):
@@ -72,5 +73,7 @@ class SparkPlugin(EnginePlugin):
         argv += [local_entrypoint(shape["file"], bin_dir), *rendered_command(tctx)]
         env = self._environment(tctx, st, bin_dir)
         env.update({"PYSPARK_PYTHON": interpreter, "PYSPARK_DRIVER_PYTHON": interpreter})
+        if local:
+            env.setdefault("SPARK_LOCAL_IP", LOOPBACK)
         os.makedirs(conf["spark.local.dir"], exist_ok=True)
         return argv, env

@@ -34,7 +34,8 @@ def ray_workflow(n: int) -> list[int]:
     return ray_task(n=n)
 
 
-@task(task_config=ray_config)
+@task(task_config=RayJobConfig(worker_node_config=[WorkerNodeConfig(group_name="ray-group", replicas=2)],
+                               runtime_env={"env_vars": {"FLYTELITE_PROBE": "seen"}}))
 def ray_nodes() -> str:
     ray.get(f.remote(1))
     alive = [n for n in ray.nodes() if n["Alive"]]
