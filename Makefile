@@ -62,15 +62,20 @@ test-oldest: $(VENV)/.dev-installed $(OLDEST_VENV)/.installed
 # The compute plugins on the real engines (tests/compute): a task environment of its own with flytekit's Spark,
 # Ray, Dask and PyTorch plugins at the flytekit release pyproject.toml pins, and the engines they bring (pyspark,
 # ray[default], dask[distributed]) and torch's CPU build; Spark also needs a Java runtime on the machine, MPI
-# Open MPI's mpirun. pip keeps what it downloads and builds in its cache, outside the clone. The tests of the
-# compute task types on Kubernetes (test_on_kubernetes.py) start the project's test cluster (`make k8s-build`).
-COMPUTE_VENV ?= .venv-compute
+# Open MPI's mpirun. The venv lives outside the clone, named by what it is built from (a clean clone reuses it;
+# building it takes a minute or two), and only the newest is kept. The tests of the compute task types on
+# Kubernetes (test_on_kubernetes.py) start the project's test cluster (`make k8s-build`).
+VENV_CACHE ?= $(HOME)/.cache/flytelite-venvs
 FLYTEKIT_VERSION = $(shell $(PYTHON) -c "import tomllib; deps = tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']; print(next(d.split('==')[1] for d in deps if d.startswith('flytekit==')))")
 COMPUTE_PLUGINS = spark ray dask kfpytorch kfmpi
 # torch's CPU build (the release pip finds on these machines without a download of several GB).
 COMPUTE_TORCH ?= torch==2.13.0
-$(COMPUTE_VENV)/.installed: pyproject.toml Makefile
-	test -x $(COMPUTE_VENV)/bin/python || $(PYTHON) -m venv $(COMPUTE_VENV)
+COMPUTE_KEY = $(shell echo "$$($(PYTHON) -V) $(FLYTEKIT_VERSION) $(COMPUTE_PLUGINS) $(COMPUTE_TORCH)" | sha256sum | cut -c1-12)
+COMPUTE_VENV ?= $(VENV_CACHE)/compute-$(COMPUTE_KEY)
+$(COMPUTE_VENV)/.installed:
+	find $(VENV_CACHE) -mindepth 1 -maxdepth 1 -name 'compute-*' ! -path '$(COMPUTE_VENV)' -exec rm -rf {} + 2>/dev/null || true
+	rm -rf $(COMPUTE_VENV)
+	$(PYTHON) -m venv $(COMPUTE_VENV)
 	$(COMPUTE_VENV)/bin/python -m pip install -q --upgrade pip setuptools wheel
 	$(COMPUTE_VENV)/bin/python -m pip install -q "flytekit==$(FLYTEKIT_VERSION)" \
 		$(foreach p,$(COMPUTE_PLUGINS),"flytekitplugins-$(p)==$(FLYTEKIT_VERSION)") "$(COMPUTE_TORCH)"
