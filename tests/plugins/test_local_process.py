@@ -7,6 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from flyteidl.core import literals_pb2
 
 from flytelite.plugins.local.cleaner import FolderCleaner
@@ -100,6 +101,21 @@ def test_killed_process_is_a_system_error_and_is_retried(tmp_path):
     failed = [e for e in sink.task_events("n0") if e.phase == 5][0]
     assert failed.retry_attempt == 0 and failed.error.code == "ProcessLost" and failed.error.kind == 2
     assert "killed by signal SIGKILL" in failed.error.message
+
+
+@pytest.mark.parametrize(("keep", "what"), [(0, "is empty"), (5, "holds no error (5 bytes; cut short?)")])
+def test_an_empty_or_cut_short_error_file_is_a_recoverable_system_error_with_the_logs_end(tmp_path, keep, what):
+    marks = tmp_path / "marks"
+    ctx, key, sink, status, _ = run_workflow(tmp_path, ft.error_file_cut_once_wf, {"marker_dir": str(marks),
+                                                                                   "keep": keep}, f"cut{keep}")
+    assert status.phase == WorkflowStatusPhase.SUCCESS, status.error
+    assert h.outputs(ctx, key) == {"o0": 1}
+    assert status.nodes["n0"].system_failures == 1
+    failed = [e for e in sink.task_events("n0") if e.phase == 5][0]
+    assert failed.retry_attempt == 0 and failed.error.code == "ErrorFileBadFormat" and failed.error.kind == 2
+    path = f"{ctx.blobs.execution_dir(*key)}/n0/data/0/error.pb"
+    assert f"the task's error file {path} {what}" in failed.error.message, failed.error.message
+    assert "No space left on device" in failed.error.message
 
 
 def test_timeout_kills_the_process_and_times_out_the_node(tmp_path):

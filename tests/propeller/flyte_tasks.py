@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -74,6 +75,29 @@ def dies_once(marker_dir: str) -> int:
 @workflow
 def dies_once_wf(marker_dir: str) -> int:
     return dies_once(marker_dir=marker_dir)
+
+
+@task
+def error_file_cut_once(marker_dir: str, keep: int) -> int:
+    """On its first attempt, leaves only the first `keep` bytes of its error document in error.pb and exits, as a
+    task that ran out of disk while writing it does."""
+    from flyteidl.core import errors_pb2
+
+    _mark(marker_dir, "error_file_cut_once")
+    if _attempt() == 0:
+        prefix = sys.argv[sys.argv.index("--output-prefix") + 1].removeprefix("local://")
+        doc = errors_pb2.ErrorDocument(error=errors_pb2.ContainerError(code="Never", message="never written whole"))
+        os.makedirs(prefix, exist_ok=True)
+        with open(os.path.join(prefix, "error.pb"), "wb") as f:
+            f.write(doc.SerializeToString()[:keep])
+        print("OSError: [Errno 28] No space left on device", flush=True)
+        os._exit(1)
+    return _attempt()
+
+
+@workflow
+def error_file_cut_once_wf(marker_dir: str, keep: int) -> int:
+    return error_file_cut_once(marker_dir=marker_dir, keep=keep)
 
 
 @task(timeout=timedelta(seconds=2))

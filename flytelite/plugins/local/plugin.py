@@ -353,7 +353,7 @@ class LocalProcessPlugin(Plugin):
     def _result(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo:
         prefix = st.output_prefix
         logs = self._logs(st)
-        written = written_result(self.ctx.blobs, prefix, logs)
+        written = written_result(self.ctx.blobs, prefix, logs, st.log_path)
         if written is not None:
             return written
         code = st.exit_code
