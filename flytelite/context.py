@@ -60,8 +60,11 @@ class Context:
     notify_engine: Callable[[ExecutionKey], None] = _no_engine
     # Base URL clients reach this server at (signed upload URLs, log links, console links).
     public_url: str = ""
-    # True once every component is serving (GET /healthz answers 200 from then on).
+    # True once every component is serving (GET /healthz answers 200 from then on, unless `unhealthy`).
     ready: bool = False
+    # Why the server cannot do its work now (the database cannot be written, the blob store cannot be
+    # reached), found by the replica's heartbeat; empty when it can. GET /healthz answers 503 with it.
+    unhealthy: str = ""
     # Authentication (flytelite/auth) when the configuration turns it on; None leaves every route open.
     auth: Auth | None = None
     # What admin derived from registered entity versions (they never change), e.g. launch targets.
@@ -70,3 +73,10 @@ class Context:
     metrics: Metrics = field(default_factory=Metrics)
     # Spans (flytelite/tracing.py); off by default.
     tracing: Tracing = field(default_factory=Tracing)
+
+    def health(self) -> tuple[int, str]:
+        """What GET /healthz answers: its status and why."""
+        if not self.ready:
+            return 503, "starting"
+        unhealthy = self.unhealthy
+        return (503, unhealthy) if unhealthy else (200, "ok")

@@ -6,7 +6,10 @@ so a layer raises the error that says what went wrong and never picks codes.
 
 from __future__ import annotations
 
+import errno
 import re
+
+from sqlalchemy import exc as sql
 
 
 class FlyteliteError(Exception):
@@ -57,6 +60,63 @@ class PermissionDenied(FlyteliteError):
 
     grpc_code = "PERMISSION_DENIED"
     http_status = 403
+
+
+class Unavailable(FlyteliteError):
+    """A dependency (the database, the blob store) cannot be reached now: the client may try again."""
+
+    grpc_code = "UNAVAILABLE"
+    http_status = 503
+
+
+class ResourceExhausted(FlyteliteError):
+    """A dependency has no room left (a full disk)."""
+
+    grpc_code = "RESOURCE_EXHAUSTED"
+    http_status = 507
+
+
+def _chain(exc: BaseException):
+    """The exception and those it wraps (causes, contexts, a database error's DBAPI original)."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        todo += [e.__cause__, e.__context__, getattr(e, "orig", None)]
+
+
+def _blob_store_unreachable(e: BaseException) -> bool:
+    try:
+        from botocore import exceptions as boto
+    except ImportError:  # pragma: no cover - botocore comes with s3fs
+        return False
+    return isinstance(e, (boto.ConnectionError, boto.HTTPClientError))
+
+
+def as_outage(exc: BaseException) -> FlyteliteError | None:
+    """What a failure caused by a dependency is, to the client: RESOURCE_EXHAUSTED for a full disk, UNAVAILABLE
+    for a database or blob store that cannot be reached (or is too busy to answer), each naming it; None for
+    any other failure."""
+    chain = list(_chain(exc))
+    cause = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    for e in chain:
+        full = isinstance(e, OSError) and e.errno == errno.ENOSPC
+        if full or "database or disk is full" in str(e) or "No space left on device" in str(e):
+            where = "the database's disk" if isinstance(exc, sql.DBAPIError) else "a disk flytelite writes to"
+            filename = getattr(e, "filename", None)
+            return ResourceExhausted(f"{where}{f' ({filename})' if filename else ''} is full ({cause}); "
+                                     "free some space and try again")
+    for e in chain:
+        if isinstance(e, (sql.OperationalError, sql.InterfaceError, sql.TimeoutError)) or (
+                isinstance(e, sql.DBAPIError) and e.connection_invalidated):
+            return Unavailable(f"the database cannot be reached or is too busy ({cause}); try again shortly")
+        if _blob_store_unreachable(e):
+            return Unavailable(f"the blob store cannot be reached ({cause}); try again shortly")
+    return None
 
 
 # What an error message may carry to a client. A value a client sent can be huge (a 1 MB name); echoed whole,

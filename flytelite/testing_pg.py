@@ -81,13 +81,20 @@ class PostgresCluster:
         with open(self.data_dir / "pg_hba.conf", "a") as hba:
             hba.writelines(f"host all all {network} trust\n" for network in self.trusted_networks)
         self.port = _free_port()
-        options = " ".join([
+        self._options = " ".join([
             f"-p {self.port}", f"-c listen_addresses='{self.listen}'", f"-c unix_socket_directories={self.socket_dir}",
             # Every test server keeps a small pool; a session holds dozens of them.
             "-c max_connections=400", "-c shared_buffers=64MB",
             "-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off",
         ])
-        self._run("pg_ctl", "start", "-D", str(self.data_dir), "-w", "-t", str(int(timeout)), "-o", options,
+        self.resume(timeout)
+
+    def pause(self) -> None:
+        """Stop the server, keeping its data and port, as a restart's first half does (`resume` is the second)."""
+        self._run("pg_ctl", "stop", "-D", str(self.data_dir), "-m", "fast", "-w")
+
+    def resume(self, timeout: float = 60) -> None:
+        self._run("pg_ctl", "start", "-D", str(self.data_dir), "-w", "-t", str(int(timeout)), "-o", self._options,
                   "-l", str(self.folder / "postgres.log"))
 
     def stop(self) -> None:

@@ -1,5 +1,8 @@
 """Turn every exception into a gRPC status a client can act on; never UNKNOWN.
 
+A database or blob store that cannot be reached answers UNAVAILABLE, a full disk RESOURCE_EXHAUSTED
+(errors.as_outage), naming the dependency: FlyteAdmin's clients try UNAVAILABLE again.
+
 flytekit answers UNKNOWN (and UNAUTHENTICATED) by starting a browser login,
 so an unexpected failure must surface as INTERNAL with its message. A client's
 own mistakes never do: the request's bytes are parsed here rather than by grpc
@@ -16,7 +19,7 @@ import logging
 import grpc
 from google.protobuf.message import DecodeError
 
-from flytelite.errors import FlyteliteError, InvalidArgument, Unimplemented, client_message
+from flytelite.errors import FlyteliteError, InvalidArgument, Unimplemented, as_outage, client_message
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,10 @@ def _wrap(behavior, method: str, deserialize):
         except Exception as exc:  # noqa: BLE001 - the boundary: report, never crash, never UNKNOWN
             if context.code() not in (None, grpc.StatusCode.OK):  # type: ignore[attr-defined]  # code() (grpc 1.38+) is not in types-grpcio
                 raise  # the handler called context.abort itself; its status stands
+            outage = as_outage(exc)
+            if outage is not None:
+                log.warning("%s failed: %s", method, outage)
+                context.abort(getattr(grpc.StatusCode, outage.grpc_code), client_message(f"{method}: {outage}"))
             log.exception("%s failed", method)
             context.abort(grpc.StatusCode.INTERNAL,
                           client_message(f"{method} failed inside flytelite: {type(exc).__name__}: {exc}"))

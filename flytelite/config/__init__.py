@@ -93,6 +93,9 @@ class Config:
     public_url: str = ""
     # SQLAlchemy URL; empty means a SQLite file under home.
     database_url: str = ""
+    # How long a PostgreSQL connection keeps being tried while the database refuses it (a restart, a
+    # failover) before a request is answered UNAVAILABLE, naming the database.
+    database_retry_seconds: float = 15.0
     # A port of its own serving GET /metrics (0: none; the public port serves it too): how Prometheus scrapes
     # an engine-only replica, which has no public port.
     metrics_port: int = 0

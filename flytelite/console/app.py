@@ -28,7 +28,7 @@ from flytelite.console.logs import log_endpoint, log_owners
 from flytelite.console.rest import rest_routes, unknown_api
 from flytelite.console.transfer import Transfers
 from flytelite.context import Context
-from flytelite.errors import FlyteliteError, InvalidArgument, NotFound, client_message
+from flytelite.errors import FlyteliteError, InvalidArgument, NotFound, as_outage, client_message
 from flytelite.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from flytelite.storage.links import blob_links
 from flytelite.storage.signing import DOWNLOAD_ROUTE, UPLOAD_ROUTE, SignedBlobs
@@ -46,7 +46,8 @@ def build_app(ctx: Context) -> Starlette:
     admin, signals = by_name["AdminService"], by_name["SignalService"]
 
     async def healthz(_request: Request) -> Response:
-        return PlainTextResponse("ok" if ctx.ready else "starting", status_code=200 if ctx.ready else 503)
+        status, why = ctx.health()
+        return PlainTextResponse(why, status_code=status)
 
     def metrics(_request: Request) -> Response:
         return Response(ctx.metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
@@ -153,12 +154,21 @@ def build_app(ctx: Context) -> Starlette:
         *_pod_log_routes(ctx, authorizer),
         Route(UPLOAD_ROUTE + "/{token}", transfers.put, methods=["PUT"]),
         Route(DOWNLOAD_ROUTE + "/{token}/{filename:path}", transfers.get, methods=["GET"]),
-    ])
+    ], exception_handlers={Exception: unexpected})
     if auth is not None:
         app.add_middleware(AuthMiddleware, auth=auth)
     if ctx.tracing.enabled:  # added last: outermost, so refused requests have their span too
         app.add_middleware(TracingMiddleware, tracing=ctx.tracing)
     return app
+
+
+async def unexpected(request: Request, exc: Exception) -> Response:
+    """What a page, upload or log route answers for a failure it did not expect: an outage of a dependency as
+    such (503 or 507, naming it), anything else as a 500 (Starlette logs it)."""
+    outage = as_outage(exc)
+    if outage is not None:
+        return PlainTextResponse(client_message(f"{request.url.path}: {outage}"), status_code=outage.http_status)
+    return PlainTextResponse("flytelite failed to answer this request; its log says why", status_code=500)
 
 
 class TracingMiddleware:

@@ -38,6 +38,7 @@ from flytelite.errors import (
     NotFound,
     Unauthenticated,
     Unimplemented,
+    as_outage,
     client_message,
 )
 from flytelite.metrics import Metrics, rpc_prefix
@@ -47,7 +48,8 @@ log = logging.getLogger(__name__)
 PROTOBUF = "application/octet-stream"
 # grpc.StatusCode numbers, for the `code` field of error bodies (grpc-gateway's shape).
 _GRPC_CODES = {"INVALID_ARGUMENT": 3, "NOT_FOUND": 5, "ALREADY_EXISTS": 6, "PERMISSION_DENIED": 7,
-               "FAILED_PRECONDITION": 9, "UNIMPLEMENTED": 12, "INTERNAL": 13, "UNAUTHENTICATED": 16}
+               "RESOURCE_EXHAUSTED": 8, "FAILED_PRECONDITION": 9, "UNIMPLEMENTED": 12, "INTERNAL": 13,
+               "UNAVAILABLE": 14, "UNAUTHENTICATED": 16}
 _FD = descriptor.FieldDescriptor
 # The google.api.http method option. googleapis-common-protos' stubs type it as a plain FieldDescriptor,
 # where types-protobuf's Extensions want an extension's own type: Any bridges the two stubs.
@@ -213,6 +215,9 @@ def error_response(exc: Exception, what: str) -> JSONResponse:
         status, code, message = exc.http_status, exc.grpc_code, client_message(str(exc))
     elif isinstance(exc, NotImplementedError):
         status, code, message = 501, "UNIMPLEMENTED", client_message(f"{what} is not implemented by flytelite yet. {exc}")
+    elif (outage := as_outage(exc)) is not None:
+        log.warning("%s failed: %s", what, outage)
+        status, code, message = outage.http_status, outage.grpc_code, client_message(f"{what}: {outage}")
     else:
         log.exception("%s failed", what)
         status, code, message = 500, "INTERNAL", client_message(f"{what} failed inside flytelite: {type(exc).__name__}: {exc}")

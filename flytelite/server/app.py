@@ -37,6 +37,7 @@ from flytelite.auth.setup import build_auth
 from flytelite.config import Config
 from flytelite.console.app import build_app
 from flytelite.context import Context
+from flytelite.errors import as_outage
 from flytelite.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from flytelite.metrics import EXECUTION_MANAGER, OWN, Metrics
 from flytelite.notifications.processor import NotificationProcessor
@@ -64,7 +65,7 @@ def build_context(config: Config) -> Context:
     config.logs_dir.mkdir(parents=True, exist_ok=True)
     config.work_dir.mkdir(parents=True, exist_ok=True)
     config.attempts_dir.mkdir(parents=True, exist_ok=True)
-    db = Database(config.db_url)
+    db = Database(config.db_url, config.database_retry_seconds)
     if config.migrate_on_start:
         db.migrate()
     else:
@@ -147,7 +148,7 @@ class FlyteliteServer:
         self._register_gauges(ctx)
         self._warn_if_exposed()
         if cfg.metrics_port:
-            self._metrics_http = serve_metrics(ctx.metrics, cfg.host, cfg.metrics_port, lambda: ctx.ready)
+            self._metrics_http = serve_metrics(ctx.metrics, cfg.host, cfg.metrics_port, ctx.health)
         if cfg.runs_engine:
             self.engine = Engine(ctx, EventSink(ctx), plugins=self.plugins, clients=admin_clients(ctx),
                                  replica_id=self.replica_id, peers=self.registry.live_engines)
@@ -235,14 +236,35 @@ class FlyteliteServer:
                           self.registry.live_engines)
 
     async def _heartbeat(self) -> None:
+        """Record this replica's heartbeat and look at the blob store, every third of a lease: what fails makes the
+        server unhealthy (GET /healthz 503, saying why) until a beat succeeds again."""
         interval = self.config.engine.lease_seconds / 3
+        ctx = self.ctx
+        assert ctx is not None, "the heartbeat follows start()"
         while True:
             await asyncio.sleep(interval)
             try:
                 depth = len(self.engine.queue) if self.engine is not None else 0
                 await asyncio.to_thread(self.registry.heartbeat, depth)
-            except Exception:  # noqa: BLE001 - the next beat may succeed
-                log.exception("replica heartbeat failed")
+            except Exception as exc:  # noqa: BLE001 - the next beat may succeed
+                self._unhealthy("the database cannot be written", exc)
+                continue
+            try:
+                await asyncio.to_thread(ctx.blobs.exists, ctx.blobs.root)
+            except Exception as exc:  # noqa: BLE001 - the next beat may succeed
+                self._unhealthy("the blob store cannot be reached", exc)
+                continue
+            if ctx.unhealthy:
+                log.warning("healthy again (was: %s)", ctx.unhealthy)
+                ctx.unhealthy = ""
+
+    def _unhealthy(self, what: str, exc: Exception) -> None:
+        assert self.ctx is not None
+        outage = as_outage(exc)
+        reason = f"{what}: {outage or f'{type(exc).__name__}: {exc}'}"
+        if reason != self.ctx.unhealthy:
+            log.warning("unhealthy: %s", reason)
+        self.ctx.unhealthy = reason
 
     async def stop(self) -> None:
         log.info("flytelite shutting down")
@@ -300,7 +322,7 @@ class FlyteliteServer:
         print("\n".join(lines), flush=True)
 
 
-def serve_metrics(metrics: Metrics, host: str, port: int, ready: Callable[[], bool]) -> ThreadingHTTPServer:
+def serve_metrics(metrics: Metrics, host: str, port: int, health: Callable[[], tuple[int, str]]) -> ThreadingHTTPServer:
     """GET /metrics, and GET /healthz for probes, on a port of its own in a thread (flytelite/metrics.py): an
     engine-only replica has no public port."""
 
@@ -310,7 +332,8 @@ def serve_metrics(metrics: Metrics, host: str, port: int, ready: Callable[[], bo
             if path == "/metrics":
                 self._answer(200, metrics.exposition(), METRICS_CONTENT_TYPE)
             elif path == "/healthz":
-                self._answer(*((200, b"ok") if ready() else (503, b"starting")), "text/plain; charset=utf-8")
+                status, why = health()
+                self._answer(status, why.encode(), "text/plain; charset=utf-8")
             else:
                 self.send_error(404, "only /metrics and /healthz are served on this port")
 

@@ -33,7 +33,9 @@ _MIGRATING = threading.Lock()
 
 
 class Database:
-    def __init__(self, url: str):
+    def __init__(self, url: str, connect_retry_seconds: float = 0.0):
+        """`connect_retry_seconds`: how long opening a PostgreSQL connection keeps trying while the server
+        refuses (a restart), before the error reaches the caller."""
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         kwargs: dict = {}
@@ -52,6 +54,8 @@ class Database:
             kwargs["connect_args"] = {"options": "-c timezone=UTC"}
             kwargs["pool_pre_ping"] = True
         self.engine = create_engine(url, future=True, **kwargs)
+        if not self.is_sqlite and connect_retry_seconds > 0:
+            event.listen(self.engine, "do_connect", _retrying_connect(connect_retry_seconds))
         if self.writer is not None:
             event.listen(self.engine, "connect", _sqlite_pragmas)
             event.listen(self.engine, "before_cursor_execute", self.writer.before_execute)
@@ -218,6 +222,21 @@ def newest_revision() -> str:
 
 def known_revisions() -> set[str]:
     return {script.revision for script in _scripts().walk_revisions()}
+
+
+def _retrying_connect(seconds: float) -> Callable[..., Any]:
+    """A connect that tries again, every quarter second for `seconds`, while the server cannot be reached."""
+    def connect(dialect, _record, cargs, cparams):
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                return dialect.connect(*cargs, **cparams)
+            except dialect.loaded_dbapi.OperationalError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.25)
+
+    return connect
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:

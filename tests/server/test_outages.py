@@ -1,0 +1,85 @@
+"""A server on a PostgreSQL that goes away: while it is down, requests answer UNAVAILABLE naming the database and
+GET /healthz 503 saying why; a restart shorter than `database_retry_seconds` is invisible to clients (a
+`pyflyte run --remote` during one succeeds and its execution finishes); once the database is back, everything is
+as before."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import urllib.error
+import urllib.request
+
+import grpc
+import pytest
+from flyteidl.admin import common_pb2
+from flyteidl.service import admin_pb2_grpc
+from flytekit.models.core.execution import WorkflowExecutionPhase
+
+from flytelite.testing import make_server
+from flytelite.testing_pg import PG_ENV, PostgresCluster, create_database
+from tests.e2e.flyte_cli import copy_workflows, finished, run_remote, wait_for
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(bool(os.environ.get(PG_ENV)), reason="starts a PostgreSQL of its "
+                                                  "own to stop and start: run once, not again on the shared one")]
+RETRY_SECONDS = 6
+
+
+@pytest.fixture
+def postgres():
+    try:
+        cluster = PostgresCluster()
+    except RuntimeError as e:
+        pytest.skip(str(e))
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+def _health(server) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"{server.url}/healthz", timeout=30) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def test_a_database_outage_is_unavailable_and_unhealthy_and_a_short_restart_is_invisible(postgres, tmp_path):
+    url = create_database(postgres.url, "flytelite")
+    server = make_server(tmp_path / "server", f"database_url: {json.dumps(url)}\n"
+                                              f"database_retry_seconds: {RETRY_SECONDS}\nengine: {{lease_seconds: 3}}\n")
+    server.start()
+    try:
+        admin = admin_pb2_grpc.AdminServiceStub(grpc.insecure_channel(server.endpoint))
+        request = common_pb2.ResourceListRequest(
+            id=common_pb2.NamedEntityIdentifier(project="flytesnacks", domain="development"), limit=5)
+        admin.ListExecutions(request, timeout=60)
+
+        postgres.pause()
+        with pytest.raises(grpc.RpcError) as raised:
+            admin.ListExecutions(request, timeout=60)
+        assert raised.value.code() == grpc.StatusCode.UNAVAILABLE, raised.value
+        assert "ListExecutions: the database cannot be reached" in raised.value.details()
+        status, why = wait_for(lambda: (h := _health(server))[0] == 503 and h, "/healthz to answer 503")
+        assert why.startswith("the database cannot be written: the database cannot be reached"), why
+
+        postgres.resume()
+        wait_for(lambda: _health(server) == (200, "ok"), "/healthz to answer 200 again")
+        admin.ListExecutions(request, timeout=60)
+
+        # A restart shorter than the retry: a request sent while the database is down waits for it.
+        postgres.pause()
+        threading.Timer(2.0, postgres.resume).start()
+        admin.ListExecutions(request, timeout=60)
+        # So does every request of a run during one, and its execution finishes.
+        folder = copy_workflows(tmp_path / "wf", "hello.py")
+        postgres.pause()
+        threading.Timer(2.0, postgres.resume).start()
+        name = run_remote(server, folder, "hello.py", "hello_wf", "--name", "outage")
+        execution = finished(server, name)
+        assert execution.closure.phase == WorkflowExecutionPhase.SUCCEEDED, execution.error
+        assert execution.outputs["o0"] == "hello outage"
+    finally:
+        server.stop()
+    assert "ListExecutions failed: the database cannot be reached" in server.log_text()
