@@ -1,6 +1,6 @@
-"""A server on a PostgreSQL that goes away: while it is down, requests answer UNAVAILABLE naming the database and
-GET /healthz 503 saying why; a restart shorter than `database_retry_seconds` is invisible to clients (a
-`pyflyte run --remote` during one succeeds and its execution finishes); once the database is back, everything is
+"""A server whose database or blob store goes away: while it is down, requests answer UNAVAILABLE naming it and
+GET /healthz 503 saying why; a database restart shorter than `database_retry_seconds` is invisible to clients (a
+`pyflyte run --remote` during one succeeds and its execution finishes); once the dependency is back, everything is
 as before."""
 
 from __future__ import annotations
@@ -13,16 +13,19 @@ import urllib.request
 
 import grpc
 import pytest
-from flyteidl.admin import common_pb2
+from flyteidl.admin import common_pb2, execution_pb2
+from flyteidl.core import identifier_pb2
 from flyteidl.service import admin_pb2_grpc
 from flytekit.models.core.execution import WorkflowExecutionPhase
 
 from flytelite.testing import make_server
 from flytelite.testing_pg import PG_ENV, PostgresCluster, create_database
 from tests.e2e.flyte_cli import copy_workflows, finished, run_remote, wait_for
+from tests.proxy import TcpProxy
 
-pytestmark = [pytest.mark.e2e, pytest.mark.skipif(bool(os.environ.get(PG_ENV)), reason="starts a PostgreSQL of its "
-                                                  "own to stop and start: run once, not again on the shared one")]
+# The dependencies these tests take away are their own (a PostgreSQL, a proxy to S3): run once, on SQLite.
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(bool(os.environ.get(PG_ENV)), reason="outages of the test's own "
+                                                  "dependencies, run once (make test)")]
 RETRY_SECONDS = 6
 
 
@@ -83,3 +86,36 @@ def test_a_database_outage_is_unavailable_and_unhealthy_and_a_short_restart_is_i
     finally:
         server.stop()
     assert "ListExecutions failed: the database cannot be reached" in server.log_text()
+
+
+def test_a_blob_store_that_refuses_connections_is_unavailable_and_unhealthy_until_it_is_back(s3, tmp_path):
+    proxy = TcpProxy(s3.port)
+    proxy.accept()
+    config = s3.server_config("outage").replace(s3.endpoint, f"http://localhost:{proxy.port}")
+    server = make_server(tmp_path / "server", config + "engine: {lease_seconds: 3}\n")
+    with open(server.config_path, "a") as f:
+        f.write(s3.client_config())
+    server.start()
+    try:
+        folder = copy_workflows(tmp_path / "wf", "hello.py")
+        name = run_remote(server, folder, "hello.py", "hello_wf", "--name", "s3")
+        assert finished(server, name).outputs["o0"] == "hello s3"
+        admin = admin_pb2_grpc.AdminServiceStub(grpc.insecure_channel(server.endpoint))
+        data = execution_pb2.WorkflowExecutionGetDataRequest(id=identifier_pb2.WorkflowExecutionIdentifier(
+            project="flytesnacks", domain="development", name=name))
+
+        proxy.refuse()
+        with pytest.raises(grpc.RpcError) as raised:
+            admin.GetExecutionData(data, timeout=120)
+        assert raised.value.code() == grpc.StatusCode.UNAVAILABLE, raised.value
+        assert "GetExecutionData: the blob store cannot be reached" in raised.value.details()
+        status, why = wait_for(lambda: (h := _health(server))[0] == 503 and h, "/healthz to answer 503")
+        assert why.startswith("the blob store cannot be reached: "), why
+
+        proxy.accept()
+        wait_for(lambda: _health(server) == (200, "ok"), "/healthz to answer 200 again", timeout=180)
+        assert admin.GetExecutionData(data, timeout=120).full_outputs.literals["o0"].scalar.primitive.string_value \
+            == "hello s3"
+    finally:
+        server.stop()
+        proxy.refuse()
