@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 
 import pytest
@@ -168,3 +169,15 @@ def k8s_cluster() -> KubernetesCluster:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A folder on a 64 MiB tmpfs of its own, for tests that fill a disk (mounting needs root; skipped without)."""
+    folder = tmp_path / "small-disk"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(folder)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("a tmpfs cannot be mounted here (not root?)")
+    yield folder
+    subprocess.run(["umount", "-l", str(folder)], check=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import socket
 import ssl
@@ -254,14 +255,27 @@ class FlyteliteServer:
             except Exception as exc:  # noqa: BLE001 - the next beat may succeed
                 self._unhealthy("the blob store cannot be reached", exc)
                 continue
+            if full := full_disk(self._local_folders()):
+                self._unhealthy(full, None)
+                continue
             if ctx.unhealthy:
                 log.warning("healthy again (was: %s)", ctx.unhealthy)
                 ctx.unhealthy = ""
 
-    def _unhealthy(self, what: str, exc: Exception) -> None:
+    def _local_folders(self) -> list[str]:
+        """The folders on this machine's disks the server writes to: its home, a local blob store, SQLite's."""
         assert self.ctx is not None
-        outage = as_outage(exc)
-        reason = f"{what}: {outage or f'{type(exc).__name__}: {exc}'}"
+        folders = [str(self.config.home)]
+        if self.ctx.blobs.is_local:
+            folders.append(self.ctx.blobs.folder)
+        if self.ctx.db.is_sqlite:
+            folders.append(os.path.dirname(self.ctx.db.engine.url.database or ""))
+        return folders
+
+    def _unhealthy(self, what: str, exc: Exception | None) -> None:
+        assert self.ctx is not None
+        outage = as_outage(exc) if exc is not None else None
+        reason = what if exc is None else f"{what}: {outage or f'{type(exc).__name__}: {exc}'}"
         if reason != self.ctx.unhealthy:
             log.warning("unhealthy: %s", reason)
         self.ctx.unhealthy = reason
@@ -320,6 +334,23 @@ class FlyteliteServer:
         if cfg.auth.enabled:
             lines.append("  and set admin.authType (ClientSecret, Pkce or ExternalCommand) in its config")
         print("\n".join(lines), flush=True)
+
+
+# Less room than this on a disk the server writes to makes it unhealthy: its writes there are about to fail.
+MIN_FREE_BYTES = 1 << 20
+
+
+def full_disk(folders: list[str]) -> str:
+    """Which of these folders' disks is (about to be) full, said for /healthz; "" for none."""
+    for folder in folders:
+        try:
+            stat = os.statvfs(folder)
+        except OSError:
+            continue
+        free = stat.f_bavail * stat.f_frsize
+        if free < MIN_FREE_BYTES:
+            return f"the disk of {folder} is full ({free} bytes free): free some space"
+    return ""
 
 
 def serve_metrics(metrics: Metrics, host: str, port: int, health: Callable[[], tuple[int, str]]) -> ThreadingHTTPServer:

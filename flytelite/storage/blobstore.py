@@ -16,6 +16,7 @@ existing homes have their executions.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import posixpath
@@ -37,6 +38,11 @@ M = TypeVar("M", bound=Message)
 _TMP_PREFIX = uuid.uuid4().hex[:12]
 _tmp_counter = itertools.count()
 LOCAL_SCHEME = "local://"
+
+
+def _remove(file: str) -> None:
+    with contextlib.suppress(OSError):
+        os.remove(file)
 
 
 def _create(file: str) -> int:
@@ -175,9 +181,13 @@ class BlobStore:
             except FileNotFoundError:  # the directory is new (creating it only then saves a mkdir per write)
                 os.makedirs(os.path.dirname(file), exist_ok=True)
                 f = open(tmp, "wb")
-            with f:
-                f.write(data)
-            os.replace(tmp, file)
+            try:
+                with f:
+                    f.write(data)
+                os.replace(tmp, file)
+            except BaseException:
+                _remove(tmp)  # what a full disk took of it
+                raise
         else:
             self.fs.pipe_file(path, data)
 
@@ -213,8 +223,12 @@ class BlobStore:
         except FileExistsError:
             self.write_bytes(path, data)
             return
-        with open(fd, "wb") as f:
-            f.write(data)
+        try:
+            with open(fd, "wb") as f:
+                f.write(data)
+        except BaseException:
+            _remove(file)  # half a file (a full disk) must not be read as the message
+            raise
 
     def makedirs(self, path: str) -> None:
         file = self.local_file(path)

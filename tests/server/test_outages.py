@@ -5,19 +5,23 @@ as before."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sqlite3
 import threading
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import grpc
 import pytest
 from flyteidl.admin import common_pb2, execution_pb2
-from flyteidl.core import identifier_pb2
+from flyteidl.core import identifier_pb2, literals_pb2
 from flyteidl.service import admin_pb2_grpc
 from flytekit.models.core.execution import WorkflowExecutionPhase
 
+from flytelite.server.app import full_disk
 from flytelite.testing import make_server
 from flytelite.testing_pg import PG_ENV, PostgresCluster, create_database
 from tests.e2e.flyte_cli import copy_workflows, finished, run_remote, wait_for
@@ -119,3 +123,54 @@ def test_a_blob_store_that_refuses_connections_is_unavailable_and_unhealthy_unti
     finally:
         server.stop()
         proxy.refuse()
+
+
+def _fill(folder: Path) -> Path:
+    """A file that takes every byte left on the folder's disk."""
+    filler = folder / "filler"
+    with open(filler, "wb", buffering=0) as f:
+        with contextlib.suppress(OSError):
+            while True:
+                f.write(b"\0" * (1 << 20))
+        with contextlib.suppress(OSError):
+            while True:
+                f.write(b"\0" * 4096)
+    return filler
+
+
+def test_a_full_disk_is_named_to_clients_and_by_healthz_and_the_database_survives(small_disk, tmp_path):
+    home = small_disk / "home"
+    server = make_server(tmp_path / "server", "engine: {lease_seconds: 3}\n", home=home)
+    server.start()
+    try:
+        folder = copy_workflows(tmp_path / "wf", "hello.py")
+        first = finished(server, run_remote(server, folder, "hello.py", "hello_wf", "--name", "before"))
+        admin = admin_pb2_grpc.AdminServiceStub(grpc.insecure_channel(server.endpoint))
+
+        def create(name: str) -> execution_pb2.ExecutionCreateRequest:
+            literal = literals_pb2.Literal(scalar=literals_pb2.Scalar(primitive=literals_pb2.Primitive(
+                string_value=name)))
+            return execution_pb2.ExecutionCreateRequest(
+                project="flytesnacks", domain="development", name=name,
+                spec=execution_pb2.ExecutionSpec(launch_plan=first.spec.launch_plan.to_flyte_idl()),
+                inputs=literals_pb2.LiteralMap(literals={"name": literal}))
+
+        filler = _fill(small_disk)
+        assert full_disk([str(home)]).startswith(f"the disk of {home} is full (")
+        with pytest.raises(grpc.RpcError) as raised:
+            admin.CreateExecution(create("full"), timeout=60)
+        assert raised.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, raised.value
+        assert "is full" in raised.value.details() and "free some space" in raised.value.details()
+        status, why = wait_for(lambda: (h := _health(server))[0] == 503 and h, "/healthz to answer 503")
+        # The heartbeat's write to the database fails first, or the disk is seen to be full.
+        assert why.startswith(("the database cannot be written: the database's disk is full",
+                               f"the disk of {home}")) and "free some space" in why, why
+
+        filler.unlink()
+        wait_for(lambda: _health(server) == (200, "ok"), "/healthz to answer 200 again")
+        admin.CreateExecution(create("after"), timeout=60)
+        assert finished(server, "after").outputs["o0"] == "hello after"
+    finally:
+        server.stop()
+    with sqlite3.connect(home / "flytelite.db") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
 
+import pytest
 from flyteidl.core import literals_pb2
 
 from flytelite.storage import BlobStore
@@ -40,3 +42,16 @@ def test_a_short_unread_proto_left_by_a_crash_is_replaced_whole(tmp_path):
         f.truncate(3)
     blobs.write_unread_proto(path, _literals(123456789))
     assert blobs.read_proto(path, literals_pb2.LiteralMap) == _literals(123456789)
+
+
+def test_writes_a_full_disk_cuts_short_leave_nothing_behind(small_disk):
+    blobs = BlobStore(str(small_disk / "blobs"))
+    big = literals_pb2.LiteralMap()
+    big.literals["x"].scalar.primitive.string_value = "x" * (80 << 20)  # more than the 64 MiB disk holds
+    for write, name in ((blobs.write_proto, "outputs.pb"), (blobs.write_unread_proto, "inputs.pb")):
+        path = f"{blobs.execution_dir('p', 'd', 'e')}/n0/data/{name}"
+        with pytest.raises(OSError) as raised:
+            write(path, big)
+        assert raised.value.errno == errno.ENOSPC
+        assert not blobs.exists(path)
+        assert os.listdir(os.path.dirname(blobs.local_file(path))) == [], "a partial file was left"
