@@ -233,6 +233,8 @@ class FlyteliteServer:
 
         ctx.metrics.gauge(f"{EXECUTION_MANAGER}active_executions", "overall count of active workflow executions",
                           active)
+        ctx.metrics.gauge(f"{OWN}health:healthy", "1 while GET /healthz answers 200, else 0",
+                          lambda: float(ctx.health()[0] == 200))
         ctx.metrics.gauge(f"{OWN}replicas:live_engines", "Engine replicas on this database with a recent heartbeat",
                           self.registry.live_engines)
 
@@ -248,15 +250,15 @@ class FlyteliteServer:
                 depth = len(self.engine.queue) if self.engine is not None else 0
                 await asyncio.to_thread(self.registry.heartbeat, depth)
             except Exception as exc:  # noqa: BLE001 - the next beat may succeed
-                self._unhealthy("the database cannot be written", exc)
+                self._unhealthy("database", "the database cannot be written", exc)
                 continue
             try:
                 await asyncio.to_thread(ctx.blobs.exists, ctx.blobs.root)
             except Exception as exc:  # noqa: BLE001 - the next beat may succeed
-                self._unhealthy("the blob store cannot be reached", exc)
+                self._unhealthy("blob_store", "the blob store cannot be reached", exc)
                 continue
             if full := full_disk(self._local_folders()):
-                self._unhealthy(full, None)
+                self._unhealthy("disk", full, None)
                 continue
             if ctx.unhealthy:
                 log.warning("healthy again (was: %s)", ctx.unhealthy)
@@ -272,8 +274,10 @@ class FlyteliteServer:
             folders.append(os.path.dirname(self.ctx.db.engine.url.database or ""))
         return folders
 
-    def _unhealthy(self, what: str, exc: Exception | None) -> None:
+    def _unhealthy(self, dependency: str, what: str, exc: Exception | None) -> None:
         assert self.ctx is not None
+        self.ctx.metrics.inc(f"{OWN}health:dependency_failures", "Heartbeats that found a dependency out",
+                             dependency=dependency)
         outage = as_outage(exc) if exc is not None else None
         reason = what if exc is None else f"{what}: {outage or f'{type(exc).__name__}: {exc}'}"
         if reason != self.ctx.unhealthy:

@@ -115,6 +115,9 @@ def test_a_blob_store_that_refuses_connections_is_unavailable_and_unhealthy_unti
         assert "GetExecutionData: the blob store cannot be reached" in raised.value.details()
         status, why = wait_for(lambda: (h := _health(server))[0] == 503 and h, "/healthz to answer 503")
         assert why.startswith("the blob store cannot be reached: "), why
+        metrics = urllib.request.urlopen(f"{server.url}/metrics", timeout=30).read().decode()
+        assert 'flytelite:health:dependency_failures{dependency="blob_store"}' in metrics
+        assert "flytelite:health:healthy 0" in metrics
 
         proxy.accept()
         wait_for(lambda: _health(server) == (200, "ok"), "/healthz to answer 200 again", timeout=180)
