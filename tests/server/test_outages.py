@@ -68,6 +68,11 @@ def test_a_database_outage_is_unavailable_and_unhealthy_and_a_short_restart_is_i
             admin.ListExecutions(request, timeout=60)
         assert raised.value.code() == grpc.StatusCode.UNAVAILABLE, raised.value
         assert "ListExecutions: the database cannot be reached" in raised.value.details()
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{server.url}/api/v1/executions/flytesnacks/development", timeout=60)
+        body = json.loads(refused.value.read())
+        assert refused.value.code == 503 and body["code"] == 14, body
+        assert "the database cannot be reached" in body["message"]
         status, why = wait_for(lambda: (h := _health(server))[0] == 503 and h, "/healthz to answer 503")
         assert why.startswith("the database cannot be written: the database cannot be reached"), why
 
