@@ -312,8 +312,11 @@ class PyTorch(Engine):
         port = listener.getsockname()[1]
         self.store = _tcp_store(listener, port)
         if self.spec["elastic"]:
+            # FLYTELITE_LOOPBACK: the store each node's elastic agent opens for its workers on loopback too
+            # (plugins/machinery/task_site/sitecustomize.py).
             self.env.update({"PET_RDZV_ENDPOINT": f"{LOOPBACK}:{port}", "PET_RDZV_BACKEND": "c10d",
-                             "PET_NNODES": f"{self.spec['min_nodes']}:{self.spec['replicas']}"})
+                             "PET_NNODES": f"{self.spec['min_nodes']}:{self.spec['replicas']}",
+                             "FLYTELITE_LOOPBACK": LOOPBACK})
         else:
             self.env.update({"MASTER_ADDR": LOOPBACK, "MASTER_PORT": str(port), "TORCHELASTIC_USE_AGENT_STORE": "True",
                              "WORLD_SIZE": str(self.spec["replicas"])})

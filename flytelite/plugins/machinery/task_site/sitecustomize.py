@@ -13,6 +13,10 @@ adjusts them right after the process first imports them, so a process that never
   replace by its own local filesystem (which never creates them). A directory's URI may name a single file
   (flytekit's upload of a folder holding one file names that file): getting it recursively into a folder
   puts the file in the folder, as an object store's listing of that key does.
+- torch's elastic agent, in an attempt whose engine flytelite keeps on loopback (FLYTELITE_LOOPBACK names the
+  address: the compute launcher sets it for an elastic PyTorch job's nodes, all on this machine). The agent
+  opens the store its workers share on every interface (torch has no setting for that address) and tells them
+  its host's name: here the store listens on, and is named by, that loopback address.
 
 Another sitecustomize further along sys.path (a distribution's own) still runs after this one.
 """
@@ -22,6 +26,7 @@ import os
 import sys
 
 IMAGE_ENV = "FLYTELITE_TASK_IMAGE"
+LOOPBACK_ENV = "FLYTELITE_LOOPBACK"
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -68,7 +73,35 @@ def register_local_fs(module) -> None:
     module.register_implementation("local", TaskLocalFileSystem, clobber=True)
 
 
-_PATCHES = {"flytekit.image_spec.image_spec": patch_image_spec, "fsspec": register_local_fs}
+def keep_elastic_store_on_loopback(module) -> None:
+    loopback = os.environ.get(LOOPBACK_ENV)
+    handler, nodes = module.DynamicRendezvousHandler, module._NodeDescGenerator
+    if not loopback or getattr(handler._create_tcp_store_server, "_flytelite", False):
+        return
+    generate = nodes.generate
+
+    def create_tcp_store_server(self, master_addr, master_port):
+        import socket
+
+        from torch.distributed import TCPStore
+
+        listener = socket.socket()
+        listener.bind((loopback, master_port))
+        listener.listen(128)
+        port = listener.getsockname()[1]
+        return TCPStore(host_name=loopback, port=port, is_master=True, multi_tenant=True,
+                        master_listen_fd=listener.detach())
+
+    def generate_here(self, local_addr=None):
+        return generate(self, local_addr or loopback)
+
+    create_tcp_store_server._flytelite = True  # type: ignore[attr-defined]  # a marker on the function object
+    handler._create_tcp_store_server = create_tcp_store_server
+    nodes.generate = generate_here
+
+
+_PATCHES = {"flytekit.image_spec.image_spec": patch_image_spec, "fsspec": register_local_fs,
+            "torch.distributed.elastic.rendezvous.dynamic_rendezvous": keep_elastic_store_on_loopback}
 
 
 class _PatchOnImport:
