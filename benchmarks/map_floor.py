@@ -28,7 +28,7 @@ from flytekit.core.array_node_map_task import map_task
 from flytekit.models import literals as literal_models
 
 from benchmarks.common import integers
-from flytelite.plugins.warm import child
+from flytelite.plugins.local.workers import child
 
 WORKFLOWS = Path(__file__).parent / "workflows"
 MODULE = "real_wfs"

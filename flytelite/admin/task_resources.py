@@ -13,7 +13,7 @@ from flyteidl.admin import matchable_resource_pb2 as M
 from flyteidl.core import compiler_pb2, tasks_pb2
 
 from flytelite.config import TaskResourcesConfig
-from flytelite.plugins.compute.plugin import BadShape, quantity
+from flytelite.plugins.machinery.taskspec import BadShape, quantity
 
 R = tasks_pb2.Resources
 _NAMES = {"cpu": R.CPU, "memory": R.MEMORY, "gpu": R.GPU, "ephemeral_storage": R.EPHEMERAL_STORAGE}

@@ -29,7 +29,7 @@ class EngineConfig:
     # another machine their attempts end as system errors and are retried. Replicas in containers that
     # share a host name but not their processes need names of their own.
     machine: str = ""
-    # Fork python-task attempts from a pre-imported zygote per interpreter (see plugins/warm)
+    # Fork python-task attempts from a pre-imported zygote per interpreter (see plugins/local/workers)
     # instead of starting a new interpreter each time; attempts that cannot run warm run cold.
     warm_workers: bool = True
     # Seconds a first attempt waits for its interpreter's zygote to import flytekit before running cold.
@@ -43,7 +43,7 @@ class EngineConfig:
     warm_pool_size: int = 0
     # Seconds an attempt may wait for a busy worker of its group (the tasks of one code version; the items of
     # its map tasks) while the group has as many busy workers as processors, before it gets a process of its
-    # own (0: never waits; see plugins/warm/zygote.py; a worker whose item ran 0.1 s is not busy).
+    # own (0: never waits; see plugins/local/workers/zygote.py; a worker whose item ran 0.1 s is not busy).
     # Fewer processes than items in flight keep the processors' caches warm, and the server's rounds take the
     # items' news in batches meanwhile (see plugins/local/warm.py's news). An attempt sent while more of its
     # group's wait than there are processors reports QUEUED until it starts (plugins/local/warm.py's sent); one

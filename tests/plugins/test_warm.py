@@ -25,11 +25,9 @@ from flyteidl.core import literals_pb2
 from flytelite.config import Config, EngineConfig
 from flytelite.plugins.local.plugin import LocalProcessPlugin
 from flytelite.plugins.local.state import HELD_VERSION, ROOM_VERSION
-from flytelite.plugins.machinery import processes
-from flytelite.plugins.machinery.core import PluginPhase, TaskExecutionContext
-from flytelite.plugins.warm import messages, pool
-from flytelite.plugins.warm.child import record_pid, write_pid_file
-from flytelite.plugins.warm.pool import (
+from flytelite.plugins.local.workers import messages, pool
+from flytelite.plugins.local.workers.child import record_pid, write_pid_file
+from flytelite.plugins.local.workers.pool import (
     WarmPool,
     find_by_recorded_pid,
     pid_file,
@@ -37,6 +35,8 @@ from flytelite.plugins.warm.pool import (
     starts_alike,
     worker_group,
 )
+from flytelite.plugins.machinery import processes
+from flytelite.plugins.machinery.core import PluginPhase, TaskExecutionContext
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.phases import WorkflowStatusPhase
 from flytelite.store.flyteworkflow import ExecutionSpec

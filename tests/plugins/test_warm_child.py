@@ -1,4 +1,4 @@
-"""A warm worker's own code (plugins/warm/child.py), tested in-process.
+"""A warm worker's own code (plugins/local/workers/child.py), tested in-process.
 
 Its clean-up between attempts while another thread imports: flytekit's event loop thread lives on between
 attempts, and an attempt's end is reported before its clean-up runs, so a clean-up that fails there loses
@@ -21,7 +21,7 @@ from flyteidl.core import literals_pb2
 from flytekit.core import utils
 from flytekit.models import literals
 
-from flytelite.plugins.warm import child
+from flytelite.plugins.local.workers import child
 
 
 def test_forgetting_finders_survives_an_import_in_another_thread(monkeypatch, tmp_path):

@@ -9,9 +9,9 @@ import time
 
 from flyteidl.core import literals_pb2
 
+from flytelite.plugins.local.workers.environment import EnvironmentSnapshot, mtime_ns
+from flytelite.plugins.local.workers.pool import WarmPool
 from flytelite.plugins.machinery import processes
-from flytelite.plugins.warm.environment import EnvironmentSnapshot, mtime_ns
-from flytelite.plugins.warm.pool import WarmPool
 from tests.plugins.test_local_process import _gone
 from tests.propeller import harness as h
 from tests.propeller.task_envs import TaskEnv, editable_wheel, make_task_env, pip_install

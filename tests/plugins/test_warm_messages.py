@@ -1,11 +1,11 @@
-"""The warm workers' messages (plugins/warm/messages.py): every kind goes over the wire and back unchanged,
+"""The warm workers' messages (plugins/local/workers/messages.py): every kind goes over the wire and back unchanged,
 and a stream cut anywhere gives the same messages."""
 
 from __future__ import annotations
 
 import json
 
-from flytelite.plugins.warm import messages as m
+from flytelite.plugins.local.workers import messages as m
 
 EVERY_KIND = [
     m.Run(id=1, argv=["pyflyte-execute", "--inputs", "s3://b/in.pb"], env={"A": "1"}, cwd="/w", log="/w/log",

@@ -14,9 +14,9 @@ import socket
 import subprocess
 import threading
 
-from flytelite.plugins.warm import messages
-from flytelite.plugins.warm import pool as pool_module
-from flytelite.plugins.warm.pool import ZygoteHandle
+from flytelite.plugins.local.workers import messages
+from flytelite.plugins.local.workers import pool as pool_module
+from flytelite.plugins.local.workers.pool import ZygoteHandle
 from tests.plugins.test_warm import PY
 from tests.propeller import harness as h
 

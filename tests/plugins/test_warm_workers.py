@@ -18,11 +18,11 @@ from flyteidl.core import literals_pb2
 
 from flytelite.config import Config, EngineConfig
 from flytelite.plugins.local.plugin import LocalProcessPlugin
+from flytelite.plugins.local.workers import messages
+from flytelite.plugins.local.workers import pool as pool_module
+from flytelite.plugins.local.workers.pool import WarmPool, find_by_recorded_pid
 from flytelite.plugins.machinery import processes
 from flytelite.plugins.machinery.slots import TaskSlots
-from flytelite.plugins.warm import messages
-from flytelite.plugins.warm import pool as pool_module
-from flytelite.plugins.warm.pool import WarmPool, find_by_recorded_pid
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.phases import WorkflowStatusPhase
 from tests.plugins.test_local_process import _gone, markers, run_workflow

@@ -8,8 +8,9 @@ from __future__ import annotations
 from flyteidl.core import tasks_pb2
 from flyteidl.plugins import dask_pb2
 
-from flytelite.plugins.compute.plugin import EnginePlugin, cores_of, custom, fits, quantity, resource
+from flytelite.plugins.compute.plugin import EnginePlugin
 from flytelite.plugins.machinery.core import TaskExecutionContext
+from flytelite.plugins.machinery.taskspec import cores_of, custom, fits, quantity, resource
 
 CPU, MEMORY = tasks_pb2.Resources.CPU, tasks_pb2.Resources.MEMORY
 

@@ -14,8 +14,9 @@ import shutil
 from flyteidl.plugins import mpi_pb2
 from flyteidl.plugins.kubeflow import mpi_pb2 as kubeflow
 
-from flytelite.plugins.compute.plugin import BadShape, EnginePlugin, custom
+from flytelite.plugins.compute.plugin import EnginePlugin
 from flytelite.plugins.machinery.core import TaskExecutionContext
+from flytelite.plugins.machinery.taskspec import BadShape, custom
 
 
 class MPIPlugin(EnginePlugin):

@@ -17,8 +17,9 @@ from __future__ import annotations
 from flyteidl.plugins import pytorch_pb2
 from flyteidl.plugins.kubeflow import pytorch_pb2 as kubeflow
 
-from flytelite.plugins.compute.plugin import BadShape, EnginePlugin, custom, fits
+from flytelite.plugins.compute.plugin import EnginePlugin
 from flytelite.plugins.machinery.core import TaskExecutionContext
+from flytelite.plugins.machinery.taskspec import BadShape, custom, fits
 
 
 class PyTorchPlugin(EnginePlugin):

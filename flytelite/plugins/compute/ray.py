@@ -17,9 +17,10 @@ import json
 import yaml
 from flyteidl.plugins import ray_pb2
 
-from flytelite.plugins.compute.plugin import BadShape, EnginePlugin, custom
+from flytelite.plugins.compute.plugin import EnginePlugin
 from flytelite.plugins.machinery.core import TaskExecutionContext
 from flytelite.plugins.machinery.environment import flyte_task_env
+from flytelite.plugins.machinery.taskspec import BadShape, custom
 
 
 class RayPlugin(EnginePlugin):

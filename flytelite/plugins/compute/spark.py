@@ -17,9 +17,10 @@ import shutil
 from flyteidl.plugins import spark_pb2
 
 from flytelite.plugins.compute.launcher import LOOPBACK, local_entrypoint
-from flytelite.plugins.compute.plugin import BadShape, EnginePlugin, custom, fits, quantity
+from flytelite.plugins.compute.plugin import EnginePlugin
 from flytelite.plugins.local.state import AttemptState
 from flytelite.plugins.machinery.core import TaskExecutionContext
+from flytelite.plugins.machinery.taskspec import BadShape, custom, fits, quantity
 from flytelite.plugins.machinery.template import rendered_command
 
 PYTHON = spark_pb2.SparkApplication.PYTHON

@@ -15,11 +15,11 @@ from flyteidl.plugins import dask_pb2
 
 from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM
-from flytelite.plugins.compute.plugin import custom, quantity
 from flytelite.plugins.kubernetes import phases, pods
 from flytelite.plugins.kubernetes.informer import PodKey
 from flytelite.plugins.kubernetes.resource import CustomResourcePlugin, replica_spec
 from flytelite.plugins.machinery.core import TaskExecutionContext
+from flytelite.plugins.machinery.taskspec import custom, quantity
 
 # DaskJob's jobStatus, as flyteplugins maps it (any other status is running).
 _STATUS = {"": ("initializing", "unknown"), "JobCreated": ("initializing", "job created"),

@@ -19,7 +19,6 @@ from flyteidl.plugins.kubeflow import pytorch_pb2 as kf_pytorch
 
 from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM
-from flytelite.plugins.compute.plugin import BadShape, custom
 from flytelite.plugins.kubernetes import phases, pods
 from flytelite.plugins.kubernetes.informer import PodKey
 from flytelite.plugins.kubernetes.resource import (
@@ -29,6 +28,7 @@ from flytelite.plugins.kubernetes.resource import (
     template,
 )
 from flytelite.plugins.machinery.core import TaskExecutionContext
+from flytelite.plugins.machinery.taskspec import BadShape, custom
 
 RESTART_POLICIES = {common_pb2.RESTART_POLICY_NEVER: "Never", common_pb2.RESTART_POLICY_ON_FAILURE: "OnFailure",
                     common_pb2.RESTART_POLICY_ALWAYS: "Always"}

@@ -15,12 +15,12 @@ from google.protobuf import json_format
 
 from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM
-from flytelite.plugins.compute.plugin import custom
 from flytelite.plugins.compute.ray import runtime_env
 from flytelite.plugins.kubernetes import phases
 from flytelite.plugins.kubernetes.informer import PodKey
 from flytelite.plugins.kubernetes.resource import CustomResourcePlugin, overlay, replica_spec, template
 from flytelite.plugins.machinery.core import TaskExecutionContext
+from flytelite.plugins.machinery.taskspec import custom
 
 PORTS = [{"name": "redis", "containerPort": 6379}, {"name": "head", "containerPort": 10001},
          {"name": "dashboard", "containerPort": 8265}]

@@ -19,11 +19,11 @@ from kubernetes.client.exceptions import ApiException
 
 from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM
-from flytelite.plugins.compute.plugin import BadShape
 from flytelite.plugins.kubernetes import phases
 from flytelite.plugins.kubernetes.informer import Informer, PodKey, custom_informer
 from flytelite.plugins.kubernetes.plugin import KubernetesPlugin, PodState, error_message
 from flytelite.plugins.machinery.core import PluginPhaseInfo, TaskExecutionContext
+from flytelite.plugins.machinery.taskspec import BadShape
 from flytelite.plugins.machinery.template import TemplateError
 
 

@@ -18,10 +18,10 @@ from flyteidl.core import execution_pb2
 from flyteidl.plugins import spark_pb2
 
 from flytelite.context import Context
-from flytelite.plugins.compute.plugin import custom
 from flytelite.plugins.kubernetes.informer import PodKey
 from flytelite.plugins.kubernetes.plugin import KubernetesPlugin
 from flytelite.plugins.machinery.core import TaskExecutionContext
+from flytelite.plugins.machinery.taskspec import custom
 from flytelite.plugins.machinery.template import TemplateError
 
 SERVICE_ACCOUNT = "spark"

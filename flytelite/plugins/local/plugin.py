@@ -40,6 +40,7 @@ from flytelite.metrics import OWN
 from flytelite.plugins.local import cold, folders, warm
 from flytelite.plugins.local.cleaner import FolderCleaner
 from flytelite.plugins.local.state import ROOM_VERSION, AttemptState, AttemptStatus
+from flytelite.plugins.local.workers.pool import WarmAttempt, find_by_recorded_pid, pid_file
 from flytelite.plugins.machinery import processes
 from flytelite.plugins.machinery.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
 from flytelite.plugins.machinery.environment import flyte_task_env
@@ -48,7 +49,6 @@ from flytelite.plugins.machinery.slots import TaskSlots, machine_slots
 from flytelite.plugins.machinery.target import other_containers, primary_container_name
 from flytelite.plugins.machinery.task_site import IMAGE_ENV, task_process_env
 from flytelite.plugins.machinery.template import TemplateError, rendered_command
-from flytelite.plugins.warm.pool import WarmAttempt, find_by_recorded_pid, pid_file
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class LocalProcessPlugin(Plugin):
             self.cleaner = FolderCleaner(ctx.config.attempts_dir / ".trash", self._temp_root,
                                          busy=lambda: self.slots.in_use() > 0, prefixes=(folders.ray_prefix(),),
                                          machine=self.machine)
-        # Attempts forked from a zygote when they can be (see plugins/warm); the others run cold.
+        # Attempts forked from a zygote when they can be (see plugins/local/workers); the others run cold.
         self.warm = warm.warm_pool(ctx, self._temp_root, self.slots.size) if self.forks_warm else None
 
     def capacity(self) -> int | None:

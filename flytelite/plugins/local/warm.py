@@ -1,5 +1,5 @@
 """The warm launch path of the local-process plugin: attempts forked from a zygote of their interpreter
-(plugins/warm), which reports where each runs and when it ends.
+(plugins/local/workers), which reports where each runs and when it ends.
 
 An attempt sent to a zygote stays "launching" until the zygote says which process runs it (see
 WarmPool.launch); a restart meanwhile finds that process by the pid file the zygote wrote. The zygote's news
@@ -17,8 +17,8 @@ from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM
 from flytelite.metrics import OWN
 from flytelite.plugins.local.state import HELD_VERSION
+from flytelite.plugins.local.workers.pool import WarmAttempt, WarmPool
 from flytelite.plugins.machinery.core import PluginPhase, PluginPhaseInfo, TaskExecutionContext
-from flytelite.plugins.warm.pool import WarmAttempt, WarmPool
 
 # The longest a round woken by a warm attempt's exit waits while the zygote holds work for its workers (see
 # news).

@@ -108,7 +108,7 @@ def _load(name: str):
 
 
 if TYPE_CHECKING:
-    from flytelite.plugins.warm import messages
+    from flytelite.plugins.local.workers import messages
 else:
     messages = _load("messages")  # first: child.py finds it loaded
 child = _load("child")

@@ -39,10 +39,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from flytelite.plugins.local.workers import messages
+from flytelite.plugins.local.workers.environment import EnvironmentSnapshot
 from flytelite.plugins.machinery import processes
 from flytelite.plugins.machinery.task_site import task_process_env
-from flytelite.plugins.warm import messages
-from flytelite.plugins.warm.environment import EnvironmentSnapshot
 
 log = logging.getLogger(__name__)
 

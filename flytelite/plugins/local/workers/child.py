@@ -43,13 +43,13 @@ import flytekit.loggers
 from flytekit.bin import entrypoint
 
 if TYPE_CHECKING:
-    from flytelite.plugins.warm import messages
+    from flytelite.plugins.local.workers import messages
 else:
     # In a task's interpreter flytelite is not importable: the zygote loaded the module by its path before
     # this one (zygote._load). Imported as a part of flytelite (its tests), this one is flytelite's own.
     messages = sys.modules.get("_flytelite_warm_messages")
     if messages is None:
-        from flytelite.plugins.warm import messages
+        from flytelite.plugins.local.workers import messages
 
 INSTALLATION = tuple({os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
 _PATH_FINDER = importlib.machinery.PathFinder
