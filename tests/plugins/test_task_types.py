@@ -180,7 +180,7 @@ def test_container_command_runs_with_its_inputs_and_outputs(tmp_path):
     assert [e.task_type for e in sink.task_events("n0")][-1] == "raw-container"
     assert sink.task_events("n0")[-1].metadata.plugin_identifier == "raw-container"
     # The attempt's folders are deleted in the background once it finished; engine.stop() does not wait for
-    # that, and moves what is left into the trash (test_local_process tests both).
+    # that, and moves what is left into the trash (tests/plugins/local/test_plugin.py tests both).
     trash = ctx.config.work_dir / ".trash"
     wait_for(lambda: not [folder for folder, _, _ in os.walk(ctx.config.work_dir)
                           if folder.endswith("/outputs") and not folder.startswith(f"{trash}/")],

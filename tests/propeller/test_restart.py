@@ -15,7 +15,7 @@ from flytelite.propeller.engine import Engine
 from flytelite.propeller.phases import NodeStatusPhase, WorkflowStatusPhase
 from flytelite.server.app import build_context
 from flytelite.testing import database_url_for
-from tests.plugins.test_local_process import _gone, markers
+from tests.plugins.local.test_plugin import _gone, markers
 from tests.propeller import flyte_tasks as ft
 from tests.propeller import harness as h
 

@@ -25,9 +25,9 @@ from flytelite.plugins.machinery import processes
 from flytelite.plugins.machinery.slots import TaskSlots
 from flytelite.propeller.engine import Engine
 from flytelite.propeller.phases import WorkflowStatusPhase
-from tests.plugins.test_local_process import _gone, markers, run_workflow
-from tests.plugins.test_warm import PY, _run
-from tests.plugins.test_warm_environment import _output
+from tests.plugins.local.test_plugin import _gone, markers, run_workflow
+from tests.plugins.local.test_warm import PY, _run
+from tests.plugins.local.workers.test_environment import _output
 from tests.propeller import harness as h
 from tests.propeller import warm_tasks as wt
 from tests.propeller.test_restart import _second_life

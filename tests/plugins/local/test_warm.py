@@ -42,7 +42,7 @@ from flytelite.propeller.phases import WorkflowStatusPhase
 from flytelite.store.flyteworkflow import ExecutionSpec
 from flytelite.store.models import FlyteWorkflow
 from tests.e2e.flyte_cli import wait_for
-from tests.plugins.test_local_process import _gone, markers, run_workflow
+from tests.plugins.local.test_plugin import _gone, markers, run_workflow
 from tests.propeller import flyte_tasks as ft
 from tests.propeller import harness as h
 from tests.propeller import warm_tasks as wt

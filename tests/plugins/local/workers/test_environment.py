@@ -12,7 +12,7 @@ from flyteidl.core import literals_pb2
 from flytelite.plugins.local.workers.environment import EnvironmentSnapshot, mtime_ns
 from flytelite.plugins.local.workers.pool import WarmPool
 from flytelite.plugins.machinery import processes
-from tests.plugins.test_local_process import _gone
+from tests.plugins.local.test_plugin import _gone
 from tests.propeller import harness as h
 from tests.propeller.task_envs import TaskEnv, editable_wheel, make_task_env, pip_install
 

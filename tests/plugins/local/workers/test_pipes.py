@@ -17,7 +17,7 @@ import threading
 from flytelite.plugins.local.workers import messages
 from flytelite.plugins.local.workers import pool as pool_module
 from flytelite.plugins.local.workers.pool import ZygoteHandle
-from tests.plugins.test_warm import PY
+from tests.plugins.local.test_warm import PY
 from tests.propeller import harness as h
 
 REQUESTS = 150
