@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-import os
 import signal
 import socket
 import ssl
@@ -38,7 +38,6 @@ from flytelite.auth.setup import build_auth
 from flytelite.config import Config
 from flytelite.console.app import build_app
 from flytelite.context import Context
-from flytelite.errors import as_outage
 from flytelite.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from flytelite.metrics import EXECUTION_MANAGER, OWN, Metrics
 from flytelite.notifications.processor import NotificationProcessor
@@ -49,6 +48,7 @@ from flytelite.propeller.engine import Engine
 from flytelite.scheduler.launcher import admin_launcher
 from flytelite.scheduler.scheduler import Scheduler
 from flytelite.server.collector import GC, Collector
+from flytelite.server.health import Health
 from flytelite.server.leadership import SCHEDULER, Leadership
 from flytelite.server.mux import PortMux, TlsPortMux, beyond_loopback, port_mux
 from flytelite.server.replicas import ReplicaRegistry
@@ -233,56 +233,17 @@ class FlyteliteServer:
 
         ctx.metrics.gauge(f"{EXECUTION_MANAGER}active_executions", "overall count of active workflow executions",
                           active)
-        ctx.metrics.gauge(f"{OWN}health:healthy", "1 while GET /healthz answers 200, else 0",
-                          lambda: float(ctx.health()[0] == 200))
         ctx.metrics.gauge(f"{OWN}replicas:live_engines", "Engine replicas on this database with a recent heartbeat",
                           self.registry.live_engines)
 
     async def _heartbeat(self) -> None:
-        """Record this replica's heartbeat and look at the blob store, every third of a lease: what fails makes the
-        server unhealthy (GET /healthz 503, saying why) until a beat succeeds again."""
-        interval = self.config.engine.lease_seconds / 3
-        ctx = self.ctx
-        assert ctx is not None, "the heartbeat follows start()"
+        """The replica's heartbeat, every third of a lease, which also tells the server's health (health.py)."""
+        assert self.ctx is not None, "the heartbeat follows start()"
+        health = Health(self.ctx)
         while True:
-            await asyncio.sleep(interval)
-            try:
-                depth = len(self.engine.queue) if self.engine is not None else 0
-                await asyncio.to_thread(self.registry.heartbeat, depth)
-            except Exception as exc:  # noqa: BLE001 - the next beat may succeed
-                self._unhealthy("database", "the database cannot be written", exc)
-                continue
-            try:
-                await asyncio.to_thread(ctx.blobs.exists, ctx.blobs.root)
-            except Exception as exc:  # noqa: BLE001 - the next beat may succeed
-                self._unhealthy("blob_store", "the blob store cannot be reached", exc)
-                continue
-            if full := full_disk(self._local_folders()):
-                self._unhealthy("disk", full, None)
-                continue
-            if ctx.unhealthy:
-                log.warning("healthy again (was: %s)", ctx.unhealthy)
-                ctx.unhealthy = ""
-
-    def _local_folders(self) -> list[str]:
-        """The folders on this machine's disks the server writes to: its home, a local blob store, SQLite's."""
-        assert self.ctx is not None
-        folders = [str(self.config.home)]
-        if self.ctx.blobs.is_local:
-            folders.append(self.ctx.blobs.folder)
-        if self.ctx.db.is_sqlite:
-            folders.append(os.path.dirname(self.ctx.db.engine.url.database or ""))
-        return folders
-
-    def _unhealthy(self, dependency: str, what: str, exc: Exception | None) -> None:
-        assert self.ctx is not None
-        self.ctx.metrics.inc(f"{OWN}health:dependency_failures", "Heartbeats that found a dependency out",
-                             dependency=dependency)
-        outage = as_outage(exc) if exc is not None else None
-        reason = what if exc is None else f"{what}: {outage or f'{type(exc).__name__}: {exc}'}"
-        if reason != self.ctx.unhealthy:
-            log.warning("unhealthy: %s", reason)
-        self.ctx.unhealthy = reason
+            await asyncio.sleep(self.config.engine.lease_seconds / 3)
+            depth = len(self.engine.queue) if self.engine is not None else 0
+            await health.beat(functools.partial(self.registry.heartbeat, depth))
 
     async def stop(self) -> None:
         log.info("flytelite shutting down")
@@ -338,23 +299,6 @@ class FlyteliteServer:
         if cfg.auth.enabled:
             lines.append("  and set admin.authType (ClientSecret, Pkce or ExternalCommand) in its config")
         print("\n".join(lines), flush=True)
-
-
-# Less room than this on a disk the server writes to makes it unhealthy: its writes there are about to fail.
-MIN_FREE_BYTES = 1 << 20
-
-
-def full_disk(folders: list[str]) -> str:
-    """Which of these folders' disks is (about to be) full, said for /healthz; "" for none."""
-    for folder in folders:
-        try:
-            stat = os.statvfs(folder)
-        except OSError:
-            continue
-        free = stat.f_bavail * stat.f_frsize
-        if free < MIN_FREE_BYTES:
-            return f"the disk of {folder} is full ({free} bytes free): free some space"
-    return ""
 
 
 def serve_metrics(metrics: Metrics, host: str, port: int, health: Callable[[], tuple[int, str]]) -> ThreadingHTTPServer:

@@ -21,16 +21,23 @@ from flyteidl.core import identifier_pb2, literals_pb2
 from flyteidl.service import admin_pb2_grpc
 from flytekit.models.core.execution import WorkflowExecutionPhase
 
-from flytelite.server.app import full_disk
+from flytelite.server.health import full_disk
 from flytelite.testing import make_server
 from flytelite.testing_pg import PG_ENV, PostgresCluster, create_database
 from tests.e2e.flyte_cli import copy_workflows, finished, run_remote, wait_for
 from tests.proxy import TcpProxy
 
-# The dependencies these tests take away are their own (a PostgreSQL, a proxy to S3): run once, on SQLite.
-pytestmark = [pytest.mark.e2e, pytest.mark.skipif(bool(os.environ.get(PG_ENV)), reason="outages of the test's own "
-                                                  "dependencies, run once (make test)")]
+pytestmark = pytest.mark.e2e
 RETRY_SECONDS = 6
+
+
+@pytest.fixture(autouse=True)
+def _once():
+    """The dependencies these tests take away are their own (a PostgreSQL, a proxy to S3): they run once, on
+    SQLite (make test), not again on the shared PostgreSQL (make test-postgres), which a server of theirs would
+    be given instead of their own."""
+    if os.environ.get(PG_ENV):
+        pytest.skip("outages of the test's own dependencies run once, on SQLite")
 
 
 @pytest.fixture
