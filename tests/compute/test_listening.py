@@ -1,7 +1,7 @@
 """What the engines started for an attempt listen on: loopback only (Spark's driver and UI, a Ray head and two
-worker nodes, a Dask scheduler with its workers and nannies, a PyTorchJob's store and replicas, MPI's ranks),
-but for the one listener Open MPI 4.1's mpirun gives no address setting; and a Ray cluster of an attempt
-refuses calls without its token."""
+worker nodes, a Dask scheduler with its workers and nannies, a PyTorchJob's store and replicas, an elastic job's
+nodes and their agents' stores, MPI's ranks), but for the one listener Open MPI 4.1's mpirun gives no address
+setting; and a Ray cluster of an attempt refuses calls without its token."""
 
 from __future__ import annotations
 
@@ -61,5 +61,6 @@ def test_every_engine_listens_on_loopback_and_ray_wants_its_token(server, tmp_pa
     for engine in ("spark", "ray", "dask", "pytorch", "elastic"):
         assert seen[engine] and exposed(seen[engine]) == [], engine
     # Open MPI 4.1's mpirun has no address setting for its out-of-band channel (docs/how-to/distributed-compute.md).
-    assert all(s.command.startswith("mpirun") for s in seen["mpi"] if not s.loopback), exposed(seen["mpi"])
+    assert seen["mpi"] and all(s.command.startswith("mpirun") for s in seen["mpi"] if not s.loopback), \
+        exposed(seen["mpi"])
     wait_for(lambda: not attempts_processes(name), "the engines' processes to exit", timeout=60)
