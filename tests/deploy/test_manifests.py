@@ -126,6 +126,7 @@ def overlay(folder: Path, gateway: str, pg: PostgresCluster, s3: S3TestServer) -
     folder.mkdir()
     config = {
         "database_url": "${FLYTELITE_DATABASE_URL}", "home": "/var/lib/flytelite", "metrics_port": 30081,
+        "host": "0.0.0.0",
         "storage_root": f"s3://{s3.bucket}/deploy",
         "s3": {"endpoint": f"http://{gateway}:{s3.port}", "public_endpoint": f"http://127.0.0.1:{s3.port}",
                "access_key_id": s3.access_key_id, "secret_access_key": s3.secret_access_key, "region": "us-east-1"},
