@@ -6,7 +6,7 @@ config key to set. The command gets `{{.inputs.x}}` and the other template varia
 its input and output dirs (/var/inputs and /var/outputs in Flyte) become per-attempt folders: every
 mention of them in the command, args and env is rewritten, inputs are laid out there before the
 command starts and outputs read from there after it exits (plugins/machinery/copilot.py). Starting, watching,
-adopting after a restart and killing the process are the local-process plugin's.
+adopting after a restart and killing the process are the local-process plugin's, which runs this TaskProcess.
 """
 
 from __future__ import annotations
@@ -20,41 +20,39 @@ from pathlib import Path
 
 from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM, USER
-from flytelite.plugins.local.plugin import LocalProcessPlugin
-from flytelite.plugins.local.state import AttemptState
 from flytelite.plugins.machinery import copilot, processes
 from flytelite.plugins.machinery.core import PluginPhase, PluginPhaseInfo, TaskExecutionContext
+from flytelite.plugins.machinery.process import Attempt, TaskProcess
 from flytelite.plugins.machinery.template import TemplateError, rendered_command
 
 CONFIG_KEY = "raw_container_images"
 
 
-class RawContainerPlugin(LocalProcessPlugin):
+class RawContainerProcess(TaskProcess):
     id = "raw-container"
     task_types = ("raw-container",)
-    flytekit_entrypoint_only = False
     # No flytekit in a raw container: nothing to fork warm.
     forks_warm = False
 
-    def _prepare(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo:
+    def refuse(self, tctx: TaskExecutionContext) -> PluginPhaseInfo | None:
         image = tctx.task.container.image
         if self.ctx.config.raw_container_runner(image) is None:
             return PluginPhaseInfo.failure(E.IMAGE_NOT_MAPPED, _unmapped(tctx.task.id.name, image), kind=USER,
                                            retryable=False)
-        return super()._prepare(tctx, st)
+        return None
 
-    def _command(self, tctx: TaskExecutionContext, st: AttemptState) -> tuple[list[str], dict[str, str]]:
+    def command(self, tctx: TaskExecutionContext, attempt: Attempt) -> tuple[list[str], dict[str, str]]:
         container = tctx.task.container
         runner = self.ctx.config.raw_container_runner(container.image)
         if runner is None:  # the config changed since the attempt was prepared
             raise TemplateError(_unmapped(tctx.task.id.name, container.image))
         argv = rendered_command(tctx)
-        env = self._environment(tctx, st, os.path.dirname(sys.executable))
+        env = self.environment(tctx, attempt, os.path.dirname(sys.executable))
         # A raw container sees the machine's PATH, not the server's virtualenv first.
         env["PATH"] = {e.key: e.value for e in container.env}.get("PATH", os.environ.get("PATH", ""))
         dc = container.data_config
         if dc.enabled:
-            local = _local_dirs(st)
+            local = _local_dirs(attempt)
             copilot.clean_dir(local["outputs"])
             try:
                 copilot.write_inputs(self.ctx.blobs, tctx.inputs, copilot.clean_dir(local["inputs"]), dc.format)
@@ -66,19 +64,19 @@ class RawContainerPlugin(LocalProcessPlugin):
             env = {k: _map_paths(v, mapping) for k, v in env.items()}
         return runner + argv, env
 
-    def _result(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo:
+    def result(self, tctx: TaskExecutionContext, attempt: Attempt) -> PluginPhaseInfo:
         blobs = self.ctx.blobs
-        logs = self._logs(st)
-        outputs_uri = posixpath.join(st.output_prefix, "outputs.pb")
+        logs = self.logs(attempt)
+        outputs_uri = posixpath.join(attempt.output_prefix, "outputs.pb")
         if blobs.exists(outputs_uri):
             return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs)
-        if st.exit_code:
-            return self._exit_failure(tctx, st, st.exit_code, logs)
+        if attempt.exit_code:
+            return self._exit_failure(tctx, attempt, attempt.exit_code, logs)
         dc = tctx.task.container.data_config
-        out_dir = _local_dirs(st)["outputs"]
+        out_dir = _local_dirs(attempt)["outputs"]
         if not dc.enabled or not out_dir.is_dir():
             # Nothing to collect (no data config, or a process adopted after a restart whose dir is gone).
-            return super()._result(tctx, st)
+            return super().result(tctx, attempt)
         try:
             outputs = copilot.read_outputs(blobs, tctx.task.interface.outputs, out_dir, tctx.raw_output_prefix)
         except copilot.ContainerReportedError as e:
@@ -90,11 +88,11 @@ class RawContainerPlugin(LocalProcessPlugin):
         blobs.write_proto(outputs_uri, outputs)
         return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs)
 
-    def _exit_failure(self, tctx: TaskExecutionContext, st: AttemptState, code: int, logs) -> PluginPhaseInfo:
+    def _exit_failure(self, tctx: TaskExecutionContext, attempt: Attempt, code: int, logs) -> PluginPhaseInfo:
         """As Flyte judges a failed pod: a SIGKILL is a system error (preemption, OOM), anything else the user's."""
         image = tctx.task.container.image
-        message = processes.with_log_tail(f"the command of raw container {image!r} (pid {st.pid}) "
-                                          f"{processes.how_it_ended(code)}", st.log_path)
+        message = processes.with_log_tail(f"the command of raw container {image!r} (pid {attempt.pid}) "
+                                          f"{processes.how_it_ended(code)}", attempt.log_path)
         if code == -signal.SIGKILL:
             return PluginPhaseInfo.failure(E.INTERRUPTED, message, kind=SYSTEM, retryable=True, logs=logs)
         return PluginPhaseInfo.failure(E.CONTAINER_FAILED, message, kind=USER, retryable=True, logs=logs)
@@ -106,8 +104,8 @@ def _unmapped(task_name: str, image: str) -> str:
             f"server config: `{CONFIG_KEY}: {{{image!r}: local}}` (or a command prefix instead of local)")
 
 
-def _local_dirs(st: AttemptState) -> dict[str, Path]:
-    work = Path(st.work_dir)
+def _local_dirs(attempt: Attempt) -> dict[str, Path]:
+    work = Path(attempt.work_dir)
     return {"inputs": work / "inputs", "outputs": work / "outputs"}
 
 

@@ -136,12 +136,12 @@ class PluginRegistry:
 
 
 def default_plugins(ctx) -> PluginRegistry:
-    from flytelite.plugins.compute.dask import DaskPlugin
-    from flytelite.plugins.compute.mpi import MPIPlugin
-    from flytelite.plugins.compute.pytorch import PyTorchPlugin
-    from flytelite.plugins.compute.ray import RayPlugin
-    from flytelite.plugins.compute.spark import SparkPlugin
-    from flytelite.plugins.container import RawContainerPlugin
+    from flytelite.plugins.compute.dask import DaskProcess
+    from flytelite.plugins.compute.mpi import MPIProcess
+    from flytelite.plugins.compute.pytorch import PyTorchProcess
+    from flytelite.plugins.compute.ray import RayProcess
+    from flytelite.plugins.compute.spark import SparkProcess
+    from flytelite.plugins.container import RawContainerProcess
     from flytelite.plugins.echo import EchoPlugin
     from flytelite.plugins.local.plugin import LocalProcessPlugin
 
@@ -163,7 +163,6 @@ def default_plugins(ctx) -> PluginRegistry:
         agents = AgentPlugin(ctx)
     local = LocalProcessPlugin(ctx)
     # All start processes on this machine: they share its task slots and the cleaner of their folders.
-    engines = [plugin(ctx, local)
-               for plugin in (SparkPlugin, RayPlugin, DaskPlugin, PyTorchPlugin, MPIPlugin)]
-    return PluginRegistry([local, RawContainerPlugin(ctx, local), *engines, EchoPlugin()], routed,
-                          ctx.config.plugin_for, agents, default=local)
+    others = [LocalProcessPlugin(ctx, process(ctx), shares_with=local) for process in (
+        RawContainerProcess, SparkProcess, RayProcess, DaskProcess, PyTorchProcess, MPIProcess)]
+    return PluginRegistry([local, *others, EchoPlugin()], routed, ctx.config.plugin_for, agents, default=local)

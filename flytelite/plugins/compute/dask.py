@@ -8,14 +8,14 @@ from __future__ import annotations
 from flyteidl.core import tasks_pb2
 from flyteidl.plugins import dask_pb2
 
-from flytelite.plugins.compute.plugin import EnginePlugin
+from flytelite.plugins.compute.plugin import EngineProcess
 from flytelite.plugins.machinery.core import TaskExecutionContext
 from flytelite.plugins.machinery.taskspec import cores_of, custom, fits, quantity, resource
 
 CPU, MEMORY = tasks_pb2.Resources.CPU, tasks_pb2.Resources.MEMORY
 
 
-class DaskPlugin(EnginePlugin):
+class DaskProcess(EngineProcess):
     id = "dask"
     task_types = ("dask",)
     program = "dask"

@@ -14,12 +14,12 @@ import shutil
 from flyteidl.plugins import mpi_pb2
 from flyteidl.plugins.kubeflow import mpi_pb2 as kubeflow
 
-from flytelite.plugins.compute.plugin import EnginePlugin
+from flytelite.plugins.compute.plugin import EngineProcess
 from flytelite.plugins.machinery.core import TaskExecutionContext
 from flytelite.plugins.machinery.taskspec import BadShape, custom
 
 
-class MPIPlugin(EnginePlugin):
+class MPIProcess(EngineProcess):
     id = "mpi"
     task_types = ("mpi",)
     role = "launcher"

@@ -1,6 +1,6 @@
-"""What the compute plugins (Spark, Ray, Dask) share when they run a task on this machine: an attempt is a local
-process as any task's (started in a session of its own, holding a task slot, adopted after a restart, killed on
-abort and timeout), whose command brings the engine up for the task, runs it there and tears the engine down
+"""What the compute plugins (Spark, Ray, Dask, PyTorch, MPI) share when they run a task on this machine: an attempt
+is a local process as any task's (a TaskProcess that the local-process plugin starts in a session of its own,
+holding a task slot, adopts after a restart and kills on abort and timeout), whose command brings the engine up for the task, runs it there and tears the engine down
 (launcher.py), unless the configuration names a running cluster to join.
 
 A plugin reads the task's `custom` as flyteplugins reads it and refuses what it cannot run before anything
@@ -21,16 +21,16 @@ from flyteidl.core import execution_pb2
 
 from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import USER
-from flytelite.plugins.local.plugin import LocalProcessPlugin
-from flytelite.plugins.local.state import AttemptState, AttemptStatus
+from flytelite.plugins.local.flytekit import FlytekitProcess
 from flytelite.plugins.machinery import processes
 from flytelite.plugins.machinery.core import PluginPhaseInfo, TaskExecutionContext
+from flytelite.plugins.machinery.process import Attempt
 from flytelite.plugins.machinery.taskspec import BadShape
 
 LAUNCHER = str(Path(__file__).with_name("launcher.py"))
 
 
-class EnginePlugin(LocalProcessPlugin):
+class EngineProcess(FlytekitProcess):
     """A compute engine's task type run on this machine; a subclass names the engine and shapes its cluster."""
 
     task_types: tuple[str, ...] = ()
@@ -55,7 +55,7 @@ class EnginePlugin(LocalProcessPlugin):
         return (f"{self.package} in its environment ({interpreter}), which has no {self.program!r}: install it "
                 f"there (pip install {self.package})")
 
-    def _prepare(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo:
+    def refuse(self, tctx: TaskExecutionContext) -> PluginPhaseInfo | None:
         try:
             self.shape(tctx)
         except BadShape as e:
@@ -67,30 +67,27 @@ class EnginePlugin(LocalProcessPlugin):
             return PluginPhaseInfo.failure(
                 E.BAD_TASK_SPECIFICATION, f"task {tctx.task.id.name} of type {tctx.task.type!r} needs {lacking}",
                 kind=USER, retryable=False)
-        return super()._prepare(tctx, st)
+        return super().refuse(tctx)
 
-    def _command(self, tctx: TaskExecutionContext, st: AttemptState) -> tuple[list[str], dict[str, str]]:
-        argv, env = super()._command(tctx, st)
-        spec = {**self.shape(tctx), "log_dir": os.path.dirname(st.log_path),
-                "log_prefix": Path(st.log_path).stem, "tmp": self._temp_dir(st.marker),
-                "ray_tmp": self._ray_dir(st.marker)}
+    def command(self, tctx: TaskExecutionContext, attempt: Attempt) -> tuple[list[str], dict[str, str]]:
+        argv, env = super().command(tctx, attempt)
+        spec = {**self.shape(tctx), "log_dir": os.path.dirname(attempt.log_path),
+                "log_prefix": Path(attempt.log_path).stem, "tmp": attempt.temp_dir, "ray_tmp": attempt.ray_dir}
         return [argv[0], LAUNCHER, json.dumps(spec), "--", *argv], env
 
-    def _logs(self, st: AttemptState) -> list[execution_pb2.TaskLog]:
-        logs = super()._logs(st)
+    def logs(self, attempt: Attempt) -> list[execution_pb2.TaskLog]:
+        logs = super().logs(attempt)
         if not logs:
             return logs
         logs[0].name = f"{self.role.capitalize()} log ({self.id})"
-        path = Path(st.log_path)
+        path = Path(attempt.log_path)
         base = logs[0].uri[: -len(path.name)]
         for component in sorted(path.parent.glob(f"{path.stem}.*.log")):
             name = component.stem[len(path.stem) + 1:]
             logs.append(execution_pb2.TaskLog(uri=base + component.name, name=f"{name} log ({self.id})"))
         return logs
 
-    def finalize(self, tctx: TaskExecutionContext) -> None:
-        super().finalize(tctx)
-        st = AttemptState.load(tctx.state)
-        if st.status in (AttemptStatus.DONE, AttemptStatus.ABORTED) and st.marker and not self._elsewhere(st):
-            for pid, started in processes.marked(st.marker):
-                processes.kill(pid, started, signal.SIGKILL)
+    def ended(self, attempt: Attempt) -> None:
+        # Nothing the engine started outlives the attempt.
+        for pid, started in processes.marked(attempt.marker):
+            processes.kill(pid, started, signal.SIGKILL)

@@ -17,12 +17,12 @@ from __future__ import annotations
 from flyteidl.plugins import pytorch_pb2
 from flyteidl.plugins.kubeflow import pytorch_pb2 as kubeflow
 
-from flytelite.plugins.compute.plugin import EnginePlugin
+from flytelite.plugins.compute.plugin import EngineProcess
 from flytelite.plugins.machinery.core import TaskExecutionContext
 from flytelite.plugins.machinery.taskspec import BadShape, custom, fits
 
 
-class PyTorchPlugin(EnginePlugin):
+class PyTorchProcess(EngineProcess):
     id = "pytorch"
     task_types = ("pytorch",)
     program = "torchrun"

@@ -17,13 +17,13 @@ import json
 import yaml
 from flyteidl.plugins import ray_pb2
 
-from flytelite.plugins.compute.plugin import EnginePlugin
+from flytelite.plugins.compute.plugin import EngineProcess
 from flytelite.plugins.machinery.core import TaskExecutionContext
 from flytelite.plugins.machinery.environment import flyte_task_env
 from flytelite.plugins.machinery.taskspec import BadShape, custom
 
 
-class RayPlugin(EnginePlugin):
+class RayProcess(EngineProcess):
     id = "ray"
     task_types = ("ray",)
     program = "ray"

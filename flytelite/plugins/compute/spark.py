@@ -17,9 +17,9 @@ import shutil
 from flyteidl.plugins import spark_pb2
 
 from flytelite.plugins.compute.launcher import LOOPBACK, local_entrypoint
-from flytelite.plugins.compute.plugin import EnginePlugin
-from flytelite.plugins.local.state import AttemptState
+from flytelite.plugins.compute.plugin import EngineProcess
 from flytelite.plugins.machinery.core import TaskExecutionContext
+from flytelite.plugins.machinery.process import Attempt
 from flytelite.plugins.machinery.taskspec import BadShape, custom, fits, quantity
 from flytelite.plugins.machinery.template import rendered_command
 
@@ -29,7 +29,7 @@ PYTHON = spark_pb2.SparkApplication.PYTHON
 LOCAL_DEFAULTS = {"spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK}
 
 
-class SparkPlugin(EnginePlugin):
+class SparkProcess(EngineProcess):
     id = "spark"
     task_types = ("spark",)
     program = "spark-submit"
@@ -57,13 +57,13 @@ class SparkPlugin(EnginePlugin):
         return {"master": self.ctx.config.spark.master or f"local[{executors * cores}]", "conf": conf,
                 "hadoop": dict(job.hadoopConf), "file": job.mainApplicationFile, "main_class": job.mainClass}
 
-    def _command(self, tctx: TaskExecutionContext, st: AttemptState) -> tuple[list[str], dict[str, str]]:
+    def command(self, tctx: TaskExecutionContext, attempt: Attempt) -> tuple[list[str], dict[str, str]]:
         shape = self.shape(tctx)
         interpreter = self.ctx.config.interpreter_for(tctx.container.image)
         bin_dir = os.path.dirname(interpreter)
         local = shape["master"].startswith("local")
         # The driver's scratch files go in the attempt's temp folder, deleted with it.
-        conf = {**(LOCAL_DEFAULTS if local else {}), "spark.local.dir": self._temp_dir(st.marker), **shape["conf"],
+        conf = {**(LOCAL_DEFAULTS if local else {}), "spark.local.dir": attempt.temp_dir, **shape["conf"],
                 **{f"spark.hadoop.{k}": v for k, v in shape["hadoop"].items()},
                 "spark.pyspark.python": interpreter, "spark.pyspark.driver.python": interpreter}
         argv = [os.path.join(bin_dir, "spark-submit"), "--master", shape["master"], "--name", tctx.unique_key]
@@ -72,7 +72,7 @@ class SparkPlugin(EnginePlugin):
         if shape["main_class"]:
             argv += ["--class", shape["main_class"]]
         argv += [local_entrypoint(shape["file"], bin_dir), *rendered_command(tctx)]
-        env = self._environment(tctx, st, bin_dir)
+        env = self.environment(tctx, attempt, bin_dir)
         env.update({"PYSPARK_PYTHON": interpreter, "PYSPARK_DRIVER_PYTHON": interpreter})
         if local:
             env.setdefault("SPARK_LOCAL_IP", LOOPBACK)

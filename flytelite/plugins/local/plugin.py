@@ -1,11 +1,12 @@
-"""The local-process plugin: runs a task's container command as a process on this machine.
+"""The local-process plugin: runs each attempt of a task as a process on this machine.
 
-The container image names a Python environment (config `images`), not something to pull. Each
-attempt runs in its own working directory and temp folder with its own log file; results are the files
-the task entrypoint writes under the output prefix (outputs.pb, error.pb, futures.pb), never the exit code.
-An attempt starts its process only holding a task slot (machinery/slots.py, shared with the raw-container
-plugin): the others wait in QUEUED, as pods wait for room on a node. The process is forked from a warm
-zygote when it can be (warm.py), else started cold (cold.py).
+What the process is (its command, how its result is read, its logs) is a TaskProcess's
+(machinery/process.py): flytekit's entrypoint by default (flytekit.py), raw containers' commands
+(plugins/container.py), the compute engines' launchers (plugins/compute). This plugin owns the rest. Each
+attempt runs in its own working directory and temp folder with its own log file. An attempt starts its
+process only holding a task slot (machinery/slots.py, shared by every plugin whose processes run on this
+machine): the others wait in QUEUED, as pods wait for room on a node. The process is forked from a warm
+zygote when the TaskProcess allows it and it can be (warm.py), else started cold (cold.py).
 
 Durability: an attempt is recorded as "launching", then started; the pid and its start time are
 recorded so that after a restart a live process is adopted and waited for, and a dead one is judged by
@@ -31,29 +32,24 @@ import subprocess
 import threading
 from pathlib import Path
 
-from flyteidl.core import execution_pb2
-
 from flytelite.context import Context
 from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import SYSTEM, USER
 from flytelite.metrics import OWN
 from flytelite.plugins.local import cold, folders, warm
 from flytelite.plugins.local.cleaner import FolderCleaner
+from flytelite.plugins.local.flytekit import FlytekitProcess
 from flytelite.plugins.local.state import ROOM_VERSION, AttemptState, AttemptStatus
 from flytelite.plugins.local.workers.pool import WarmAttempt, find_by_recorded_pid, pid_file
 from flytelite.plugins.machinery import processes
 from flytelite.plugins.machinery.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
-from flytelite.plugins.machinery.environment import flyte_task_env
-from flytelite.plugins.machinery.results import written_result
+from flytelite.plugins.machinery.process import Attempt, TaskProcess
 from flytelite.plugins.machinery.slots import TaskSlots, machine_slots
 from flytelite.plugins.machinery.target import other_containers, primary_container_name
-from flytelite.plugins.machinery.task_site import IMAGE_ENV, task_process_env
-from flytelite.plugins.machinery.template import TemplateError, rendered_command
+from flytelite.plugins.machinery.template import TemplateError
 
 log = logging.getLogger(__name__)
 
-PYFLYTE_COMMANDS = frozenset({"pyflyte-execute", "pyflyte-fast-execute", "pyflyte-map-execute"})
-PYTHON_NAMES = re.compile(r"^python(3(\.\d+)?)?$")
 # Seconds between SIGTERM and SIGKILL when a task is aborted or times out.
 KILL_GRACE_SECONDS = 3.0
 # Poll interval for a process we cannot get exit notifications for.
@@ -62,23 +58,13 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 class LocalProcessPlugin(Plugin):
-    id = "local-process"
-    # Besides python-task: flytekit task types that run flytekit's own entrypoint in their image (SQLite3Task,
-    # eager workflows' failure handler). Raw containers have their own plugin (plugins/container.py).
-    # flytekitplugins-pod's `sidecar` tasks run their pod's primary container; other task types that carry a
-    # container run here too, this being the default plugin (registry.py).
-    task_types: tuple[str, ...] = ("python-task", "container", "sqlite", "eager_failure_handler_task", "sidecar")
-    is_default = True
-    # Refuse containers that do not run a flytekit entrypoint (a subclass may run any command).
-    flytekit_entrypoint_only = True
-    # Fork attempts from a zygote when they can be (a subclass whose processes are not flytekit's entrypoint,
-    # or are started anew for each attempt, does not).
-    forks_warm = True
-
-    def __init__(self, ctx: Context, shares_with: LocalProcessPlugin | None = None):
-        """`shares_with`: the plugin whose task slots and folder cleaner this one shares, its processes running
-        on the same machine (None: this one has its own)."""
+    def __init__(self, ctx: Context, process: TaskProcess | None = None, shares_with: LocalProcessPlugin | None = None):
+        """Runs the attempts of `process`'s task types (default: flytekit's entrypoint). `shares_with`: the plugin
+        whose task slots and folder cleaner this one shares, its processes running on the same machine (None:
+        this one has its own)."""
         self.ctx = ctx
+        self.process = process or FlytekitProcess(ctx)
+        self.id, self.task_types, self.is_default = self.process.id, self.process.task_types, self.process.is_default
         self.machine = ctx.config.engine.machine
         self.watcher = processes.ExitWatcher()
         self._loop = None
@@ -106,7 +92,7 @@ class LocalProcessPlugin(Plugin):
                                          busy=lambda: self.slots.in_use() > 0, prefixes=(folders.ray_prefix(),),
                                          machine=self.machine)
         # Attempts forked from a zygote when they can be (see plugins/local/workers); the others run cold.
-        self.warm = warm.warm_pool(ctx, self._temp_root, self.slots.size) if self.forks_warm else None
+        self.warm = warm.warm_pool(ctx, self._temp_root, self.slots.size) if self.process.forks_warm else None
 
     def capacity(self) -> int | None:
         return self.slots.size
@@ -155,12 +141,9 @@ class LocalProcessPlugin(Plugin):
                 f"{primary_container_name(task)!r}; as local processes flytelite runs only the primary container: "
                 f"run tasks of type {task.type!r} as pods (plugins: {{{task.type}: kubernetes}})",
                 kind=USER, retryable=False)
-        argv0 = (list(container.command) + list(container.args))[0]
-        if self.flytekit_entrypoint_only and task.type != "python-task" and argv0 not in PYFLYTE_COMMANDS:
-            return PluginPhaseInfo.failure(
-                E.UNSUPPORTED_CONTAINER, f"task {task.id.name} of type {task.type!r} runs {argv0!r} in image "
-                f"{container.image!r}; flytelite runs containers locally only when they run a flytekit "
-                "entrypoint (pyflyte-execute)", kind=USER, retryable=False)
+        refused = self.process.refuse(tctx)
+        if refused is not None:
+            return refused
         key = tctx.key
         run = f"{key[0]}-{key[1]}-{key[2]}"
         node = _UNSAFE.sub("_", tctx.node_id)
@@ -217,7 +200,7 @@ class LocalProcessPlugin(Plugin):
             return PluginPhaseInfo(PluginPhase.QUEUED, version=ROOM_VERSION, reason=self.slots.reason,
                                    poll_after=POLL_SECONDS)
         try:
-            argv, env = self._command(tctx, st)
+            argv, env = self.process.command(tctx, self._attempt(st))
         except TemplateError as e:
             self.slots.release(st.marker)
             return PluginPhaseInfo.failure(E.BAD_TASK_TEMPLATE, f"task {tctx.task.id.name}: {e}", kind=USER,
@@ -234,7 +217,7 @@ class LocalProcessPlugin(Plugin):
                                        attributes={"flyte.task": tctx.task.id.name, "flyte.attempt": st.marker}):
                 if self.ctx.tracing.enabled:
                     env = {**env, "TRACEPARENT": self.ctx.tracing.traceparent()}
-                proc = self._spawn(argv, env, str(work_dir), st.log_path, self._temp_dir(st.marker))
+                proc = self._spawn(argv, env, str(work_dir), st.log_path, folders.temp_dir(self._temp_root, st.marker))
         except OSError as e:
             self.slots.release(st.marker)
             return PluginPhaseInfo.failure(
@@ -279,12 +262,6 @@ class LocalProcessPlugin(Plugin):
             if proc is not None:
                 return proc
         return cold.spawn(argv, env, cwd, log_path, tmp)
-
-    def _temp_dir(self, marker: str) -> str:
-        return folders.temp_dir(self._temp_root, marker)
-
-    def _ray_dir(self, marker: str) -> str:
-        return folders.ray_dir(marker)
 
     def _started(self, tctx, st: AttemptState, pid: int, started: int | None, proc) -> PluginPhaseInfo:
         st.status, st.pid, st.start_time = AttemptStatus.RUNNING, pid, started
@@ -351,17 +328,7 @@ class LocalProcessPlugin(Plugin):
         return any(blobs.exists(posixpath.join(prefix, f)) for f in ("outputs.pb", "error.pb", "futures.pb"))
 
     def _result(self, tctx: TaskExecutionContext, st: AttemptState) -> PluginPhaseInfo:
-        prefix = st.output_prefix
-        logs = self._logs(st)
-        written = written_result(self.ctx.blobs, prefix, logs, st.log_path)
-        if written is not None:
-            return written
-        code = st.exit_code
-        if code == 0 and not len(tctx.task.interface.outputs.variables):
-            return PluginPhaseInfo(PluginPhase.SUCCESS, logs=logs)
-        message = processes.with_log_tail(f"the task process (pid {st.pid}) {processes.how_it_ended(code)} without "
-                                          f"writing outputs.pb or error.pb to {prefix}", st.log_path)
-        return PluginPhaseInfo.failure(E.PROCESS_LOST, message, kind=SYSTEM, retryable=True, logs=logs)
+        return self.process.result(tctx, self._attempt(st))
 
     def abort(self, tctx: TaskExecutionContext) -> None:
         st = AttemptState.load(tctx.state)
@@ -412,44 +379,18 @@ class LocalProcessPlugin(Plugin):
             proc.poll()
         self.slots.release(st.marker)
         if st.work_dir:
-            self.cleaner.discard(st.work_dir, pid_file(st.work_dir), self._temp_dir(st.marker),
-                                 self._ray_dir(st.marker))
+            attempt = self._attempt(st)
+            self.cleaner.discard(st.work_dir, pid_file(st.work_dir), attempt.temp_dir, attempt.ray_dir)
+            if st.marker and not self._elsewhere(st):
+                self.process.ended(attempt)
 
-    # -- the command -----------------------------------------------------------------------
-    def _command(self, tctx: TaskExecutionContext, st: AttemptState) -> tuple[list[str], dict[str, str]]:
-        container = tctx.container
-        argv = rendered_command(tctx)
-        interpreter = self.ctx.config.interpreter_for(container.image)
-        bin_dir = os.path.dirname(interpreter)
-        if argv[0] in PYFLYTE_COMMANDS:
-            # Console scripts are flytekit.bin.entrypoint's click commands: run them with the image's interpreter.
-            argv = [interpreter, "-m", "flytekit.bin.entrypoint", *argv]
-        elif PYTHON_NAMES.match(argv[0]):
-            argv = [interpreter, *argv[1:]]
-        elif not os.path.isabs(argv[0]) and os.path.exists(os.path.join(bin_dir, argv[0])):
-            argv = [os.path.join(bin_dir, argv[0]), *argv[1:]]
-        return argv, self._environment(tctx, st, bin_dir)
+    def _attempt(self, st: AttemptState) -> Attempt:
+        return Attempt(marker=st.marker, work_dir=st.work_dir, log_path=st.log_path,
+                       temp_dir=folders.temp_dir(self._temp_root, st.marker), ray_dir=folders.ray_dir(st.marker),
+                       output_prefix=st.output_prefix, pid=st.pid, exit_code=st.exit_code)
 
-    def _environment(self, tctx: TaskExecutionContext, st: AttemptState, bin_dir: str) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(flyte_task_env(tctx, self.ctx))
-        env.update({
-            "PYTHONUNBUFFERED": "1",
-            processes.MARKER_ENV: st.marker,
-            IMAGE_ENV: tctx.container.image,
-        })
-        env.setdefault("RAY_TMPDIR", self._ray_dir(st.marker))
-        # pyflyte-fast-execute starts `pyflyte-execute` through PATH: it must be the image's one.
-        env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
-        return task_process_env(env)
-
-    def _logs(self, st: AttemptState) -> list[execution_pb2.TaskLog]:
-        path = Path(st.log_path)
-        try:
-            rel = path.relative_to(self.ctx.config.logs_dir).as_posix()
-        except ValueError:
-            return []
-        return [execution_pb2.TaskLog(uri=f"{self.ctx.public_url}/logs/{rel}", name="Task log (local process)")]
+    def _logs(self, st: AttemptState):
+        return self.process.logs(self._attempt(st))
 
 
 def _start_time(proc) -> int | None:

@@ -17,7 +17,7 @@ import pytest
 from flyteidl.core import literals_pb2
 
 from flytelite.config import Config, EngineConfig
-from flytelite.plugins.local.plugin import LocalProcessPlugin
+from flytelite.plugins.local.flytekit import FlytekitProcess
 from flytelite.plugins.local.workers import messages
 from flytelite.plugins.local.workers import pool as pool_module
 from flytelite.plugins.local.workers.pool import WarmPool, find_by_recorded_pid
@@ -554,13 +554,13 @@ def test_an_item_waiting_for_the_warm_slot_renders_its_command_once_until_the_sl
     """Every freed slot wakes the map's round, in which each waiting item tries again: it must not render its
     command and make its folders again while the pool is still full."""
     rendered: collections.Counter[str] = collections.Counter()
-    render = LocalProcessPlugin._command
+    render = FlytekitProcess.command
 
-    def counting(plugin, tctx, st):
-        rendered[st.marker] += 1
-        return render(plugin, tctx, st)
+    def counting(process, tctx, attempt):
+        rendered[attempt.marker] += 1
+        return render(process, tctx, attempt)
 
-    monkeypatch.setattr(LocalProcessPlugin, "_command", counting)
+    monkeypatch.setattr(FlytekitProcess, "command", counting)
     marks = tmp_path / "marks"
     marks.mkdir()
     ctx, key, sink, status, _ = run_workflow(tmp_path / "map", wt.timed_items_wf,
