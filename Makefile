@@ -3,7 +3,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 PYTHON ?= python3
 
-.PHONY: start test test-ops test-postgres test-k8s test-oldest test-compute test-deploy lint docs docs-build bench \
+.PHONY: start test test-ops test-postgres test-k8s test-oldest test-compute test-flyte2 test-deploy lint docs docs-build bench \
 	k8s-build dist image clean
 
 $(VENV)/.installed: pyproject.toml
@@ -25,7 +25,7 @@ PYTEST_WORKERS ?= 2
 PYTEST = $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --durations=20
 
 test: $(VENV)/.dev-installed
-	$(PYTEST) --ignore=tests/k8s --ignore=tests/compute --ignore=tests/ops --ignore=tests/deploy \
+	$(PYTEST) --ignore=tests/k8s --ignore=tests/compute --ignore=tests/ops --ignore=tests/deploy --ignore=tests/flyte2 \
 		$(PYTEST_ARGS)
 
 # Running flytelite as a team does (tests/ops): Prometheus scraping it, traces, JSON logs, upgrading a home
@@ -83,6 +83,25 @@ $(COMPUTE_VENV)/.installed:
 
 test-compute: $(VENV)/.dev-installed $(COMPUTE_VENV)/.installed
 	FLYTELITE_COMPUTE_PYTHON=$(abspath $(COMPUTE_VENV))/bin/python $(PY) -m pytest -q -p no:cacheprovider tests/compute $(PYTEST_ARGS)
+
+# Flyte 2 (tests/flyte2): the `flyte` SDK at the release pyproject.toml names ([tool.flytelite] flyte-sdk), in a
+# virtualenv of its own outside the clone, kept as the compute one is: the tests' client and their tasks' runtime.
+FLYTE_SDK = $(shell $(PYTHON) -c "import tomllib; print(tomllib.load(open('pyproject.toml', 'rb'))['tool']['flytelite']['flyte-sdk'])")
+FLYTE2_KEY = $(shell echo "$$($(PYTHON) -V) $(FLYTE_SDK)" | sha256sum | cut -c1-12)
+FLYTE2_VENV ?= $(VENV_CACHE)/flyte2-$(FLYTE2_KEY)
+$(FLYTE2_VENV)/.installed:
+	find $(VENV_CACHE) -mindepth 1 -maxdepth 1 -name 'flyte2-*' ! -path '$(FLYTE2_VENV)' -exec rm -rf {} + 2>/dev/null || true
+	rm -rf $(FLYTE2_VENV)
+	$(PYTHON) -m venv $(FLYTE2_VENV)
+	$(FLYTE2_VENV)/bin/python -m pip install -q --upgrade pip
+	$(FLYTE2_VENV)/bin/python -m pip install -q "flyte==$(FLYTE_SDK)"
+	touch $@
+
+# The runs and the faults again on PostgreSQL (a cluster the tests start, as for make test-postgres).
+test-flyte2: $(VENV)/.dev-installed $(FLYTE2_VENV)/.installed
+	FLYTELITE_FLYTE2_PYTHON=$(abspath $(FLYTE2_VENV))/bin/python $(PY) -m pytest -q -p no:cacheprovider tests/flyte2 $(PYTEST_ARGS)
+	FLYTELITE_FLYTE2_PYTHON=$(abspath $(FLYTE2_VENV))/bin/python $(PY) -m pytest -q -p no:cacheprovider --db=postgresql \
+		tests/flyte2/test_runs.py tests/flyte2/test_faults.py $(PYTEST_ARGS)
 
 # ruff, then mypy over flytelite/ (its settings and per-module exceptions: pyproject.toml [tool.mypy]), then
 # the documentation site's strict build.

@@ -19,9 +19,13 @@ if TYPE_CHECKING:
 
 FLYTEKIT_CONFIG = """\
 admin:
-  # flytelite serves gRPC and HTTP on one port
+  # flytelite serves gRPC and HTTP on one port: flytekit's and the flyte 2.x SDK's API
   endpoint: dns:///localhost:{port}
   insecure: true
+task:
+  # where the flyte 2.x SDK runs tasks unless told otherwise (flytekit reads no defaults from here)
+  project: flytesnacks
+  domain: development
 """
 
 
@@ -247,7 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     config = sub.add_parser("config", help="client configuration")
     config_sub = config.add_subparsers(dest="config_command", required=True)
-    init = config_sub.add_parser("init", help="write ~/.flyte/config.yaml for flytekit unless one exists")
+    init = config_sub.add_parser(
+        "init", help="write ~/.flyte/config.yaml for flytekit and the flyte 2.x SDK unless one exists")
     init.add_argument("--port", type=int, default=DEFAULT_PORT)
     init.add_argument("--path", default="~/.flyte/config.yaml")
     init.add_argument("--force", action="store_true")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 from flytelite.config import Config
 from flytelite.idl.times import Clock
 from flytelite.metrics import Metrics
+from flytelite.runs.updates import RunUpdates
 from flytelite.storage import BlobStore
 from flytelite.store.db import Database
 from flytelite.store.versions import VersionCache
@@ -73,6 +74,8 @@ class Context:
     metrics: Metrics = field(default_factory=Metrics)
     # Spans (flytelite/tracing.py); off by default.
     tracing: Tracing = field(default_factory=Tracing)
+    # Wakes the watch streams of Flyte 2 runs when their actions change.
+    run_updates: RunUpdates = field(default_factory=RunUpdates)
 
     def health(self) -> tuple[int, str]:
         """What GET /healthz answers: its status and why."""

@@ -17,11 +17,11 @@ ROOT = Path(flytelite.__file__).parent
 LAYERS = [
     ("idl", "errors", "config"),
     ("store", "storage", "kubeclient"),
-    ("context", "metrics", "tracing", "logs"),
+    ("context", "metrics", "tracing", "logs", "runs"),
     ("compiler", "catalog", "notifications"),
     ("plugins",),
     ("propeller",),
-    ("admin",),
+    ("admin", "connect"),
     ("scheduler", "retention"),
     ("console", "auth"),
     ("server", "cli"),
@@ -35,8 +35,8 @@ PROPELLER_LAYERS = {
         ("phases", "status", "workflow", "events", "clients"),
         # one round over one execution, and a level of its node tree
         ("scope", "execution_context"),
-        # the node executor and the node handlers
-        ("nodes",),
+        # the node executor and the node handlers; a Flyte 2 run's actions (no nodes: a flat set of tasks)
+        ("nodes", "runs"),
         # one execution's round, fenced by its lease
         ("workflow_executor", "leases"),
         # the controller: the work queue, the workers behind the round gate, the FlyteWorkflow mirror

@@ -21,6 +21,7 @@ from flytelite.admin.dataproxy import signed_blobs
 from flytelite.admin.grpc_services import servicers
 from flytelite.auth.http import ACCESS_COOKIE, IDENTITY, AuthMiddleware, auth_routes
 from flytelite.auth.roles import Authorizer, Permission, serve_as
+from flytelite.connect import app as connect
 from flytelite.console import actions, entity_pages, list_pages, views
 from flytelite.console.execution_page import execution_page
 from flytelite.console.layout import DEFAULT_DOMAIN, esc, layout, not_found_page
@@ -131,6 +132,7 @@ def build_app(ctx: Context) -> Starlette:
         Route("/", lambda _r: RedirectResponse("/console")),
         *rest_routes(by_name, ctx.metrics, http_audit, authorizer),
         Route("/api/{rest:path}", unknown_api, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
+        *connect.routes(ctx, by_name["DataProxyService"]),
         Route("/console/api/launch", actions.json_action("launch", lambda form: actions.launch(admin, form),
                                                          "CreateExecution", http_audit, authorizer), methods=["POST"]),
         Route("/console/api/signals", actions.json_action("set signal", lambda form: actions.set_signal_value(

@@ -143,6 +143,7 @@ def default_plugins(ctx) -> PluginRegistry:
     from flytelite.plugins.compute.spark import SparkProcess
     from flytelite.plugins.container import RawContainerProcess
     from flytelite.plugins.echo import EchoPlugin
+    from flytelite.plugins.local.action import ActionProcess
     from flytelite.plugins.local.plugin import LocalProcessPlugin
 
     routed: dict[str, list[Plugin]] = {}
@@ -164,5 +165,5 @@ def default_plugins(ctx) -> PluginRegistry:
     local = LocalProcessPlugin(ctx)
     # All start processes on this machine: they share its task slots and the cleaner of their folders.
     others = [LocalProcessPlugin(ctx, process(ctx), shares_with=local) for process in (
-        RawContainerProcess, SparkProcess, RayProcess, DaskProcess, PyTorchProcess, MPIProcess)]
+        RawContainerProcess, SparkProcess, RayProcess, DaskProcess, PyTorchProcess, MPIProcess, ActionProcess)]
     return PluginRegistry([local, *others, EchoPlugin()], routed, ctx.config.plugin_for, agents, default=local)

@@ -64,7 +64,7 @@ class Engine:
             self.mirror = FlyteWorkflowMirror(ctx)
         self.executor = WorkflowExecutor(
             ctx, EventRecorder(sink, ctx.clock), NodeExecutor(self.handlers, cfg.max_system_retries), self._wake,
-            clients=clients, leases=self.leases, mirror=self.mirror,
+            clients=clients, leases=self.leases, mirror=self.mirror, plugins=self.plugins,
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._threads: ThreadPoolExecutor | None = None

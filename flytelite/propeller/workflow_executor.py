@@ -24,6 +24,7 @@ from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import ErrorInfo
 from flytelite.idl.ids import END_NODE, execution_id
 from flytelite.logs import execution_scope
+from flytelite.plugins.registry import PluginRegistry
 from flytelite.propeller.clients import AdminClients, unconnected
 from flytelite.propeller.events import EventRecorder
 from flytelite.propeller.execution_context import ExecutionRound
@@ -31,6 +32,7 @@ from flytelite.propeller.leases import LeaseLost, Leases
 from flytelite.propeller.nodes.executor import NodeExecutor
 from flytelite.propeller.nodes.failure_node import handle_failure_node
 from flytelite.propeller.phases import WORKFLOW_DONE, WorkflowStatusPhase
+from flytelite.propeller.runs import RunExecutor
 from flytelite.propeller.status import WorkflowStatus, iso
 from flytelite.propeller.workflow import ExecutableWorkflow
 from flytelite.store.flyteworkflow import ExecutionSpec
@@ -82,9 +84,10 @@ class RoundResult:
 class WorkflowExecutor:
     def __init__(self, ctx: Context, events: EventRecorder, nodes: NodeExecutor,
                  wake: Callable[[ExecutionKey, float | None], None], clients: AdminClients | None = None,
-                 leases: Leases | None = None, mirror=None):
+                 leases: Leases | None = None, mirror=None, plugins: PluginRegistry | None = None):
         """With `leases`, every status write is fenced by this replica's lease (LeaseLost otherwise); a
-        `mirror` (propeller/crd) is told each persisted status."""
+        `mirror` (propeller/crd) is told each persisted status. With `plugins`, Flyte 2 runs are driven too
+        (propeller/runs.py)."""
         self.ctx = ctx
         self.leases = leases
         self.mirror = mirror
@@ -99,6 +102,8 @@ class WorkflowExecutor:
         self._statuses: dict[ExecutionKey, tuple[str, WorkflowStatus]] = {}
         self._write_status = leases.fence(_WRITE_STATUS) if leases is not None else _WRITE_STATUS
         self._read_round = DriverQuery(_READ_ROUND, ctx.db.engine.dialect)
+        self.runs = (RunExecutor(ctx, plugins, wake, self._may_launch, self._persist)
+                     if plugins is not None else None)
 
     def handle(self, key: ExecutionKey) -> RoundResult:
         """Evaluate one execution; raises if the round failed (its status is then not persisted)."""
@@ -115,6 +120,8 @@ class WorkflowExecutor:
         if row is None or row.done:
             self._workflows.pop(key, None)
             return RoundResult(done=True)
+        if held is None and not row.closure_pb:  # a Flyte 2 run: no workflow, its actions
+            return self._run_round(key, row)
         if held is None:
             held = self._workflows[key] = (ExecutableWorkflow.from_bytes(row.closure_pb),
                                            ExecutionSpec.from_json(row.spec_json))
@@ -169,12 +176,22 @@ class WorkflowExecutor:
         self._statuses[key] = (persisted, status)
         return RoundResult(requeue_after=rnd.requeue_after, streak=streak)
 
+    def _run_round(self, key: ExecutionKey, row) -> RoundResult:
+        if self.runs is None:
+            raise RuntimeError(f"{'/'.join(key)} is a Flyte 2 run, and this engine was built without the plugins "
+                               "that run its actions")
+        with self.ctx.tracing.span("propeller round", attributes={"flyte.run": "/".join(key)}):
+            result = self.runs.handle(key, row.spec_json, row.abort_cause)
+        return RoundResult(done=result.done, requeue_after=result.requeue_after, streak=1)
+
     def record_failed_round(self, key: ExecutionKey, error: BaseException) -> bool:
         """Count a round that raised; after too many, fail the execution. True if it was failed."""
         with self.ctx.db.session() as s:
             row = s.get(FlyteWorkflow, key)
             if row is None or row.done or (self.leases is not None and self.leases.held_elsewhere(row.lease_owner)):
                 return False
+            if not row.closure_pb:
+                return self.runs is not None and self.runs.record_failed_round(s, key, row, error, MAX_FAILED_ROUNDS)
             status = WorkflowStatus.from_json(row.status_json)
             status.failed_attempts += 1
             status.message = f"evaluation round failed: {error}"

@@ -95,12 +95,13 @@ def admin_clients(ctx: Context) -> AdminClients:
 
 
 def _tls_context(config: Config) -> ssl.SSLContext | None:
-    """TLS for the public port; ALPN offers h2 (gRPC requires it) and http/1.1 (browsers, requests)."""
+    """TLS for the public port; ALPN offers http/1.1 first (browsers, requests, and the flyte SDK's connect
+    clients, which offer both and are served by the HTTP app) and h2 (gRPC clients, which offer only h2)."""
     if not config.tls:
         return None
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(config.tls_cert, config.tls_key)
-    context.set_alpn_protocols(["h2", "http/1.1"])
+    context.set_alpn_protocols(["http/1.1", "h2"])
     return context
 
 
@@ -251,6 +252,8 @@ class FlyteliteServer:
         self.ctx.ready = False
         if self._mux is not None:
             await self._mux.stop()
+        # Flyte 2's watch streams never end by themselves: the HTTP server would wait for them.
+        self.ctx.run_updates.close()
         if self.scheduler is not None:
             self.scheduler.stop()
             await self._scheduler_task

@@ -181,7 +181,8 @@ class FlyteWorkflow(Base):
     """The engine's executable workflow: the compiled spec plus its mutable status.
 
     Admin creates it with the execution (as FlyteAdmin creates the FlyteWorkflow
-    resource); propeller alone updates `status_json`.
+    resource); propeller alone updates `status_json`. A Flyte 2 run is an engine unit too, driven under the
+    same lease: its row has no closure, and its state is in its actions' rows (Action).
     """
 
     __tablename__ = "flyte_workflows"
@@ -388,3 +389,42 @@ class DeviceGrant(Base):
     outcome: Mapped[str] = mapped_column(String(16))
     subject: Mapped[str] = mapped_column(String(255))
     groups: Mapped[str] = mapped_column(Text)
+
+
+class Action(Base):
+    """One action of a Flyte 2 run (flyteidl2): the run's root `a0`, a task a parent's process enqueued, or a
+    trace recorded as it ended. The run is the engine unit (its FlyteWorkflow row holds the lease); a round
+    reads the run's unfinished actions only (runs/executor.py)."""
+
+    __tablename__ = "actions"
+    __table_args__ = (
+        Index("ix_actions_unfinished", "project", "domain", "run_name", "done"),
+        Index("ix_actions_parent", "project", "domain", "run_name", "parent"),
+    )
+    project: Mapped[str] = mapped_column(String(255), primary_key=True)
+    domain: Mapped[str] = mapped_column(String(255), primary_key=True)
+    run_name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    # The enqueuing action's name ("" for a0).
+    parent: Mapped[str] = mapped_column(String(255), default="")
+    # task, trace or condition.
+    kind: Mapped[str] = mapped_column(String(16))
+    # flyteidl2.workflow.ActionSpec: what to run, its inputs, the run's output base and spec.
+    spec_pb: Mapped[bytes] = mapped_column(LargeBinary)
+    # flyteidl2.common.ActionPhase, and whether it is terminal.
+    phase: Mapped[int] = mapped_column(Integer)
+    done: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Attempts started (the current one's number, 1-based; 0 before the first).
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    # The engine's state of the current attempt and the records of the ended ones (JSON).
+    state_json: Mapped[str] = mapped_column(Text, default="{}")
+    # flyteidl2.workflow.ErrorInfo of a failed action.
+    error_pb: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    # Set by an abort (of the action or its run): the engine stops it and its children.
+    abort_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # The prefix of the attempt whose outputs are the action's ("" until it succeeded).
+    output_uri: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

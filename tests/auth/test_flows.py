@@ -6,10 +6,13 @@ credentials, and TLS with a CA file."""
 from __future__ import annotations
 
 import os
+import socket
+import ssl
 import stat
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import grpc
 import jwt
@@ -215,6 +218,10 @@ def test_tls_with_a_ca_file_and_a_task_that_calls_the_api(tmp_path):
         with pytest.raises(requests.exceptions.SSLError):
             requests.get(f"{server.url}/healthz", timeout=30)  # not trusted without the CA file
         assert requests.get(f"{server.url}/healthz", verify=str(cert), timeout=30).status_code == 200
+        # A client offering both (the flyte SDK's connect client) gets HTTP/1.1, which the HTTP app serves; a gRPC
+        # client offers only h2 (flytekit, below).
+        assert _alpn(server.port, cert, ["h2", "http/1.1"]) == "http/1.1"
+        assert _alpn(server.port, cert, ["h2"]) == "h2"
         server.config_path = client_secret_config(server, tmp_path / "flytekit.yaml")
         folder = copy_workflows(tmp_path / "wf", "eager_static.py")
         name = run_remote(server, folder, "eager_static.py", "eager_a", "--x", "3")
@@ -227,3 +234,11 @@ def test_tls_with_a_ca_file_and_a_task_that_calls_the_api(tmp_path):
             in server.log_text()
     finally:
         server.stop()
+
+
+def _alpn(port: int, ca: Path, offered: list[str]) -> str | None:
+    context = ssl.create_default_context(cafile=str(ca))
+    context.set_alpn_protocols(offered)
+    with socket.create_connection(("localhost", port), timeout=30) as raw, \
+            context.wrap_socket(raw, server_hostname="localhost") as tls:
+        return tls.selected_alpn_protocol()

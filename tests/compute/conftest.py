@@ -16,8 +16,8 @@ import pytest
 import yaml
 from flytekit.models.core.execution import WorkflowExecutionPhase
 
-from flytelite.plugins.machinery.processes import MARKER_ENV
 from flytelite.testing import make_server
+from tests.attempts import attempts_processes  # noqa: F401 - the compute tests import it from here
 from tests.e2e.flyte_cli import EXECUTION_URL, remote_for
 
 PYTHON = os.environ.get("FLYTELITE_COMPUTE_PYTHON", "")
@@ -62,19 +62,3 @@ def finished(server, name: str, timeout: float = 600):
 
 def succeeded(execution) -> None:
     assert execution.closure.phase == WorkflowExecutionPhase.SUCCEEDED, execution.error
-
-
-def attempts_processes(execution: str, with_pids: bool = False) -> list:
-    """Command lines (with `with_pids`, (pid, command line)) of the live processes that carry the marker of one
-    of the execution's attempts: anything its tasks or their engines started."""
-    found = []
-    needle = f"{MARKER_ENV}=flytesnacks-development-{execution}/".encode()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if needle in (entry / "environ").read_bytes():
-                    line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                    found.append((int(entry.name), line) if with_pids else line)
-            except OSError:
-                continue
-    return found

@@ -1,9 +1,9 @@
 """The engine reaches admin only through the interfaces it owns (flytelite.propeller.clients, events.EventSink).
 
 Every module under flytelite/propeller and flytelite/plugins (the task plugins it runs) is parsed and its
-imports checked: nothing from flytelite.admin
-(nor the layers above it), none of admin's repositories, and of the store's models only the engine's own
-FlyteWorkflow row. This is what lets an engine replica run apart from the API.
+imports checked: nothing from flytelite.admin or Flyte 2's API (flytelite.connect)
+(nor the layers above them), none of admin's repositories, and of the store's models only the engine's own
+rows (FlyteWorkflow, and Action of Flyte 2 runs). This is what lets an engine replica run apart from the API.
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ PROPELLER = Path(flytelite.propeller.__file__).parent
 PLUGINS = Path(flytelite.plugins.__file__).parent
 ROOT = PROPELLER.parent
 # Packages the engine must never import: admin, and what sits above it (the composition root, the UI, schedules).
-FORBIDDEN = ("flytelite.admin", "flytelite.server", "flytelite.cli", "flytelite.console", "flytelite.scheduler",
+FORBIDDEN = ("flytelite.admin", "flytelite.connect", "flytelite.server", "flytelite.cli", "flytelite.console", "flytelite.scheduler",
              # admin's repositories over its tables (executions, node/task executions, entities)
              "flytelite.store.executions", "flytelite.store.entities")
-# The store's models the engine may read: its own state (FlytePropeller's FlyteWorkflow custom resource).
-ENGINE_MODELS = {"FlyteWorkflow"}
+# The store's models the engine may read: its own state (FlytePropeller's FlyteWorkflow custom resource, and a
+# Flyte 2 run's actions, Flyte 2's TaskAction resources).
+ENGINE_MODELS = {"FlyteWorkflow", "Action"}
 
 
 def _modules() -> list[Path]:
@@ -99,7 +100,7 @@ def test_the_check_catches_an_admin_import():
     found = [v.split(" ", 1)[1] for v in _violations(source, "flytelite.propeller.nodes", "probe.py")]
     assert found == [
         "imports flytelite.admin.signals",
-        "imports admin's model Execution (the engine may use only ['FlyteWorkflow'])",
+        "imports admin's model Execution (the engine may use only ['Action', 'FlyteWorkflow'])",
         "imports flytelite.admin",
         "imports flytelite.store.executions",
         "imports flytelite.admin.launch",

@@ -369,6 +369,11 @@ class LocalProcessPlugin(Plugin):
             return True
         return pid is not None and processes.kill_group(pid, started, sig)
 
+    def waits_on_others(self, tctx: TaskExecutionContext, waiting: bool) -> None:
+        marker = AttemptState.load(tctx.state).marker
+        if marker:
+            (self.slots.lend if waiting else self.slots.reclaim)(marker)
+
     def finalize(self, tctx: TaskExecutionContext) -> None:
         st = AttemptState.load(tctx.state)
         if st.status in (None, AttemptStatus.LAUNCHING, AttemptStatus.RUNNING):

@@ -128,6 +128,8 @@ class TaskExecutionContext:
     wake: Callable[[float | None], None]
     # Whether this replica may still start the attempt's process (ExecutionRound.may_launch).
     may_launch: Callable[[], bool] = field(default=lambda: True)
+    # Template variables of this kind of task besides Flyte's (machinery/template.py), by name.
+    template_vars: dict[str, str] = field(default_factory=dict)
 
     @functools.cached_property
     def container(self) -> tasks_pb2.Container:
@@ -194,6 +196,10 @@ class Plugin:
 
     def finalize(self, tctx: TaskExecutionContext) -> None:
         pass
+
+    def waits_on_others(self, tctx: TaskExecutionContext, waiting: bool) -> None:
+        """Told while the attempt runs whether it only waits on other attempts (a Flyte 2 parent on its
+        children), which a plugin with bounded room lets use its room meanwhile."""
 
     def capacity(self) -> int | None:
         """How many attempts it runs at once at most (None: no bound of its own): a map's items beyond it would

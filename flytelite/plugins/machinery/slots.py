@@ -2,7 +2,9 @@
 
 As a Kubernetes node keeps pods pending until it has room, the local-process plugin starts an attempt's process
 (cold, or sent to a warm zygote) only once it holds a slot; the others stay QUEUED, and a freed slot wakes
-them. A map with unbounded concurrency therefore runs as many items at once as the machine has slots.
+them. A map with unbounded concurrency therefore runs as many items at once as the machine has slots. A holder
+that only waits on others (a Flyte 2 parent's process waiting on its children) lends its slot to them until it
+works again, so that parents waiting on children can never take every slot from the children.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ class TaskSlots:
     def __init__(self, size: int):
         self.size = size
         self._holders: set[Hashable] = set()
+        # Holders whose processes run but wait on others, their slots lent (see lend).
+        self._lent: set[Hashable] = set()
         self._waiting: dict[Hashable, Callable[[], None]] = {}
         self._lock = threading.Lock()
 
@@ -72,9 +76,30 @@ class TaskSlots:
         """Free the holder's slot, if it holds one: every waiter is woken and tries again (as many as there are
         free slots get one, the others wait anew)."""
         with self._lock:
+            self._lent.discard(holder)
             if holder not in self._holders:
                 return
             self._holders.remove(holder)
+        self._wake()
+
+    def lend(self, holder: Hashable) -> None:
+        """The holder's process waits on others: its slot is free for them (waiters are woken) until `reclaim`."""
+        with self._lock:
+            if holder not in self._holders:
+                return
+            self._holders.remove(holder)
+            self._lent.add(holder)
+        self._wake()
+
+    def reclaim(self, holder: Hashable) -> None:
+        """The holder's process works again: it holds a slot again, beyond the size if need be (it is running)."""
+        with self._lock:
+            if holder in self._lent:
+                self._lent.remove(holder)
+                self._holders.add(holder)
+
+    def _wake(self) -> None:
+        with self._lock:
             waiting, self._waiting = self._waiting, {}
         for on_room in waiting.values():
             on_room()

@@ -2,15 +2,17 @@
 
 Case-insensitive, `{{.X}}` or `{{$X}}`, spaces allowed inside the braces: Input, InputPrefix,
 OutputPrefix, RawOutputDataPrefix, CheckpointOutputPrefix, PrevCheckpointPrefix (empty on the
-first attempt), PerRetryUniqueKey, TaskTemplatePath, Namespace and Inputs.<name>. rendered_command() fills
-them in for one attempt, for every plugin that runs a task's command.
+first attempt), PerRetryUniqueKey, TaskTemplatePath, Namespace and Inputs.<name>, and those a kind of task
+adds (a Flyte 2 action's runName, actionName and runStartTime). rendered_command() fills them in for one
+attempt, for every plugin that runs a task's command.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cache
 from typing import TYPE_CHECKING
 
 import msgpack
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from flytelite.plugins.machinery.core import TaskExecutionContext
 
 
+@cache
 def _var(name: str) -> re.Pattern:
     return re.compile(r"\{\{\s*[.$]" + name + r"\s*\}\}", re.IGNORECASE)
 
@@ -53,6 +56,8 @@ class TemplateParams:
     # Called only when an argument mentions them: writing the template or reading inputs costs I/O.
     task_template_path: Callable[[], str] | None = None
     inputs: Callable[[], literals_pb2.LiteralMap] | None = None
+    # More variables, by name.
+    extra: dict[str, str] = field(default_factory=dict)
 
 
 def render(args: list[str], params: TemplateParams) -> list[str]:
@@ -78,6 +83,8 @@ def render_one(text: str, p: TemplateParams) -> str:
             raise TemplateError("{{.TaskTemplatePath}} is used but no task template path is available")
         s = sub(_TASK_TEMPLATE, p.task_template_path(), s)
     s = sub(_NAMESPACE, p.namespace, s)
+    for name, value in p.extra.items():
+        s = sub(_var(re.escape(name)), value, s)
     if _INPUT_VAR.search(s):
         literals = p.inputs().literals if p.inputs is not None else {}
 
@@ -139,5 +146,6 @@ def rendered_command(tctx: TaskExecutionContext, words: list[str] | None = None)
         raw_output_prefix=tctx.raw_output_prefix, checkpoint_prefix=tctx.checkpoint_prefix,
         prev_checkpoint_prefix=tctx.prev_checkpoint_prefix, unique_key=tctx.unique_key,
         namespace=tctx.namespace, task_template_path=tctx.task_template_path, inputs=lambda: tctx.inputs,
+        extra=tctx.template_vars,
     )
     return render(words, params)

@@ -13,6 +13,9 @@ adjusts them right after the process first imports them, so a process that never
   replace by its own local filesystem (which never creates them). A directory's URI may name a single file
   (flytekit's upload of a folder holding one file names that file): getting it recursively into a folder
   puts the file in the folder, as an object store's listing of that key does.
+- The `flyte` SDK's asynchronous opening of a file (`File.open()`): it opens object stores and asynchronous
+  filesystems only, and `local://` is neither. Here a `local://` file opens as a local file does (through
+  aiofiles, which the SDK requires), its folders created for writing.
 - torch's elastic agent, in an attempt whose engine flytelite keeps on loopback (FLYTELITE_LOOPBACK names the
   address: the compute launcher sets it for an elastic PyTorch job's nodes, all on this machine). The agent
   opens the store its workers share on every interface (torch has no setting for that address) and tells them
@@ -73,6 +76,25 @@ def register_local_fs(module) -> None:
     module.register_implementation("local", TaskLocalFileSystem, clobber=True)
 
 
+def open_local_files(module) -> None:
+    original = module.open
+    if getattr(original, "_flytelite", False):
+        return
+
+    async def open(path, mode="rb", **kwargs):  # noqa: A001 - the SDK's name
+        if not (isinstance(path, str) and path.startswith("local://")):
+            return await original(path, mode, **kwargs)
+        import aiofiles
+
+        local = path[len("local://"):]
+        if any(m in mode for m in "wax"):
+            os.makedirs(os.path.dirname(local), exist_ok=True)
+        return await aiofiles.open(local, mode)
+
+    open._flytelite = True  # type: ignore[attr-defined]  # a marker on the function object
+    module.open = open
+
+
 def keep_elastic_store_on_loopback(module) -> None:
     loopback = os.environ.get(LOOPBACK_ENV)
     handler, nodes = module.DynamicRendezvousHandler, module._NodeDescGenerator
@@ -101,6 +123,7 @@ def keep_elastic_store_on_loopback(module) -> None:
 
 
 _PATCHES = {"flytekit.image_spec.image_spec": patch_image_spec, "fsspec": register_local_fs,
+            "flyte.storage._storage": open_local_files,
             "torch.distributed.elastic.rendezvous.dynamic_rendezvous": keep_elastic_store_on_loopback}
 
 

@@ -1,0 +1,78 @@
+"""Flyte 2's data proxy: uploads of code bundles (a signed PUT, as for Flyte 1's DataProxyService, whose
+message flyteidl2's repeats field for field), a run's inputs, and an action's inputs and outputs. ClusterService
+has one cluster to offer: this server (an empty endpoint tells the SDK to use the one it calls)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from connectrpc.request import RequestContext
+from flyteidl.service import dataproxy_pb2 as v1
+from flyteidl2.cluster import payload_pb2 as cluster_pb2
+from flyteidl2.common import run_pb2 as common_run_pb2
+from flyteidl2.dataproxy import dataproxy_service_pb2 as pb
+from flyteidl2.task import common_pb2
+from starlette.concurrency import run_in_threadpool
+
+from flytelite.admin.entity_common import validate_project_domain
+from flytelite.context import Context, ExecutionKey
+from flytelite.errors import InvalidArgument
+from flytelite.runs import store
+
+
+class ClusterService:
+    async def select_cluster(self, request: cluster_pb2.SelectClusterRequest,
+                             ctx: RequestContext) -> cluster_pb2.SelectClusterResponse:
+        return cluster_pb2.SelectClusterResponse()
+
+
+class DataProxyService:
+    def __init__(self, ctx: Context, v1_dataproxy):
+        """`v1_dataproxy`: Flyte 1's DataProxyService servicer (admin/dataproxy.py), whose uploads these are."""
+        self.ctx, self.v1 = ctx, v1_dataproxy
+
+    async def create_upload_location(self, request: pb.CreateUploadLocationRequest,
+                                     ctx: RequestContext) -> pb.CreateUploadLocationResponse:
+        v1_request = v1.CreateUploadLocationRequest.FromString(request.SerializeToString())
+        answer = await run_in_threadpool(self.v1.CreateUploadLocation, v1_request, None)
+        return pb.CreateUploadLocationResponse.FromString(answer.SerializeToString())
+
+    async def upload_inputs(self, request: pb.UploadInputsRequest, ctx: RequestContext) -> pb.UploadInputsResponse:
+        return await run_in_threadpool(self._upload_inputs, request)
+
+    def _upload_inputs(self, request: pb.UploadInputsRequest) -> pb.UploadInputsResponse:
+        which = request.WhichOneof("id")
+        if which == "run_id":
+            project, domain = request.run_id.project, request.run_id.domain
+        elif which == "project_id":
+            project, domain = request.project_id.name, request.project_id.domain
+        else:
+            raise InvalidArgument("UploadInputs needs run_id or project_id (the project and domain of the run)")
+        with self.ctx.db.session() as session:
+            validate_project_domain(session, project, domain)
+        data = request.inputs.SerializeToString()
+        digest = hashlib.sha256(data).hexdigest()
+        uri = self.ctx.blobs.join(self.ctx.blobs.uploads_prefix(), project, domain, "offloaded-inputs", digest,
+                                  "inputs.pb")
+        self.ctx.blobs.write_bytes(uri, data)
+        return pb.UploadInputsResponse(offloaded_input_data=common_run_pb2.OffloadedInputData(
+            uri=uri, inputs_hash=digest))
+
+    async def get_action_data(self, request: pb.GetActionDataRequest, ctx: RequestContext) -> pb.GetActionDataResponse:
+        return await run_in_threadpool(self._action_data, request)
+
+    def _action_data(self, request: pb.GetActionDataRequest) -> pb.GetActionDataResponse:
+        aid = request.action_id
+        key = ExecutionKey(aid.run.project, aid.run.domain, aid.run.name)
+        row = store.get(self.ctx, key, aid.name)
+        spec = store.spec(row)
+        found = pb.GetActionDataResponse(inputs_uri=spec.input_uri)
+        inputs = self.ctx.blobs.read_proto_if_exists(spec.input_uri, common_pb2.Inputs) if spec.input_uri else None
+        if inputs is not None:
+            found.inputs.CopyFrom(inputs)
+        if row.output_uri:
+            found.outputs_uri = self.ctx.blobs.join(row.output_uri, "outputs.pb")
+            outputs = self.ctx.blobs.read_proto_if_exists(found.outputs_uri, common_pb2.Outputs)
+            if outputs is not None:
+                found.outputs.CopyFrom(outputs)
+        return found

@@ -1,0 +1,232 @@
+"""A Flyte 2 run's round (flyteidl2): its unfinished actions, each a task whose attempts run through the task
+plugins as Flyte 1 tasks' do.
+
+Flyte 2 has no workflow graph: a run is its root action `a0`, whose process enqueues children while it runs
+(ActionsService.Enqueue), and those theirs. The engine drives a run as one unit under one lease, as it drives a
+Flyte 1 execution; a round reads only the run's unfinished actions (runs/store.py) and writes the ones that
+changed, with the lease's fence, in one transaction. An action's attempt is a plugin attempt: its template is
+flyteidl2's TaskTemplate, which is flyteidl's with fields added, read as flyteidl's. A failed attempt is retried
+within the task's retries (a user error) or the engine's system retries (a system error), each attempt writing
+under `<run base>/<action>/<attempt>`. An aborted action, or one whose parent ended (a parent's process that
+ended cannot wait for it), is aborted with its attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from flyteidl.core import identifier_pb2, tasks_pb2
+from flyteidl2.workflow import run_definition_pb2
+from sqlalchemy.orm import Session
+
+from flytelite.context import Context, ExecutionKey
+from flytelite.idl import error_codes as E
+from flytelite.idl.enums import as_enum
+from flytelite.idl.error_kinds import SYSTEM, USER, ErrorInfo
+from flytelite.plugins.machinery.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
+from flytelite.plugins.registry import PluginNotFound, PluginRegistry
+from flytelite.runs import store
+from flytelite.runs.store import Phase
+from flytelite.store.flyteworkflow import ExecutionSpec
+from flytelite.store.models import Action
+
+log = logging.getLogger(__name__)
+
+_PHASES = {PluginPhase.QUEUED: Phase.ACTION_PHASE_QUEUED, PluginPhase.INITIALIZING: Phase.ACTION_PHASE_INITIALIZING,
+           PluginPhase.RUNNING: Phase.ACTION_PHASE_RUNNING, PluginPhase.SUCCESS: Phase.ACTION_PHASE_SUCCEEDED}
+# Flyte 2's task type of the `flyte` SDK's Python tasks.
+PYTHON_TASK = "python"
+
+
+@dataclass
+class RunRound:
+    done: bool
+    # Seconds until the run needs another look (None: only when something wakes it; 0: at once).
+    requeue_after: float | None
+
+
+class RunExecutor:
+    def __init__(self, ctx: Context, plugins: PluginRegistry, wake: Callable[[ExecutionKey, float | None], None],
+                 may_launch: Callable[[ExecutionKey], bool],
+                 persist: Callable[[ExecutionKey, str, bool, Session], None]):
+        """`persist(key, status, done, session)` writes the run's FlyteWorkflow row with the lease's fence (raising
+        LeaseLost when another replica holds it); `may_launch(key)` says whether a process may start now."""
+        self.ctx, self.plugins, self.wake, self.may_launch, self.persist = ctx, plugins, wake, may_launch, persist
+        # Actions' templates, read once per action (they never change).
+        self._templates: dict[tuple[str, str, str, str], tasks_pb2.TaskTemplate] = {}
+
+    def handle(self, key: ExecutionKey, spec_json: str, abort_cause: str | None) -> RunRound:
+        spec = ExecutionSpec.from_json(spec_json)
+        actions = store.unfinished(self.ctx, key)
+        live = {a.name for a in actions}
+        changed: list[Action] = []
+        soonest: float | None = None
+        now = self.ctx.clock.now()
+        # Parents whose processes wait on children still running: their task slots are the children's meanwhile.
+        waiting = {a.parent for a in actions if a.parent}
+        for action in actions:
+            before = (action.phase, action.state_json, action.attempts, action.done)
+            state = json.loads(action.state_json)
+            reason = abort_cause or action.abort_reason or (
+                f"its parent action {action.parent!r} ended" if action.parent and action.parent not in live else None)
+            after: float | None = 0.0
+            if reason is not None:
+                self._abort(key, spec, action, state, reason, now)
+            else:
+                after = self._advance(key, spec, action, state, now, action.name in waiting)
+            action.state_json = json.dumps(state, sort_keys=True)
+            if (action.phase, action.state_json, action.attempts, action.done) != before:
+                action.updated_at = now
+                changed.append(action)
+                after = 0.0 if not action.done else after
+            if action.done:
+                self._templates.pop((key[0], key[1], key[2], action.name), None)
+            if after is not None:
+                soonest = after if soonest is None else min(soonest, after)
+        done = all(a.done for a in actions)
+        with self.ctx.db.session() as session:
+            store.save(session, changed)
+            self.persist(key, "{}", done, session)
+        if changed:
+            self.ctx.run_updates.publish(key)
+        return RunRound(done=done, requeue_after=None if done else soonest)
+
+    def record_failed_round(self, session: Session, key: ExecutionKey, row, error: BaseException, limit: int) -> bool:
+        """Count a round of the run that raised (in `row`, its FlyteWorkflow row, in `session`); the `limit`th
+        fails its unfinished actions. True if it did."""
+        counts = json.loads(row.status_json or "{}")
+        counts["failed_rounds"] = failed = counts.get("failed_rounds", 0) + 1
+        row.status_json, row.updated_at = json.dumps(counts), self.ctx.clock.now()
+        if failed < limit:
+            return False
+        now = self.ctx.clock.now()
+        for action in store.unfinished(self.ctx, key):
+            state = json.loads(action.state_json)
+            self._end(action, state, Phase.ACTION_PHASE_FAILED, now, ErrorInfo(
+                E.ENGINE_ERROR, f"flytelite failed to evaluate run {'/'.join(key)} {failed} times; last error: "
+                f"{error}", SYSTEM))
+            action.state_json, action.updated_at = json.dumps(state, sort_keys=True), now
+            store.save(session, [action])
+        row.done = True
+        self.ctx.run_updates.publish(key)
+        return True
+
+    # -- one action --------------------------------------------------------------------------------------
+    def _advance(self, key: ExecutionKey, spec: ExecutionSpec, action: Action, state: dict, now: datetime,
+                 waiting: bool) -> float | None:
+        """Move a task action on (`waiting`: it has children still running); returns when to look again (None:
+        when woken)."""
+        if action.kind != "task":
+            self._end(action, state, Phase.ACTION_PHASE_FAILED, now, ErrorInfo(
+                E.NODE_KIND_NOT_SUPPORTED, f"action {action.name} is a {action.kind}, which flytelite does not run yet",
+                USER))
+            return None
+        task = self._template(key, action)
+        try:
+            plugin = self._plugin(task, key)
+        except PluginNotFound as e:
+            self._end(action, state, Phase.ACTION_PHASE_FAILED, now, ErrorInfo(E.UNSUPPORTED_TASK_TYPE, str(e), USER))
+            return None
+        if action.attempts == 0:
+            action.attempts = 1
+        tctx = self._context(key, spec, action, state, task)
+        info = plugin.handle(tctx)
+        state["logs"] = [{"uri": log.uri, "name": log.name} for log in info.logs] or state.get("logs", [])
+        if info.phase in (PluginPhase.RUNNING, PluginPhase.SUCCESS) and action.started_at is None:
+            action.started_at = now
+        if info.phase == PluginPhase.SUCCESS:
+            action.output_uri = tctx.output_prefix
+            plugin.finalize(tctx)
+            self._end(action, state, Phase.ACTION_PHASE_SUCCEEDED, now, None)
+            return None
+        if info.phase.terminal:
+            return self._failed(tctx, plugin, action, state, info, task, now)
+        action.phase = _PHASES[info.phase]
+        if info.phase == PluginPhase.RUNNING:
+            plugin.waits_on_others(tctx, waiting)
+        if info.requeue_now:
+            return 0.0
+        return info.poll_after
+
+    def _failed(self, tctx: TaskExecutionContext, plugin: Plugin, action: Action, state: dict, info: PluginPhaseInfo,
+                task: tasks_pb2.TaskTemplate, now: datetime) -> float | None:
+        error = info.error or ErrorInfo(E.TASK_FAILED_WITH_ERROR, info.reason, USER)
+        plugin.finalize(tctx)
+        counter = "system_failures" if error.kind == SYSTEM else "user_failures"
+        state[counter] = state.get(counter, 0) + 1
+        budget = (self.ctx.config.engine.max_system_retries if error.kind == SYSTEM
+                  else task.metadata.retries.retries)
+        if info.phase == PluginPhase.RETRYABLE_FAILURE and state[counter] <= budget:
+            state.setdefault("ended", []).append(_attempt_record(action, state, Phase.ACTION_PHASE_FAILED, error, now))
+            action.attempts += 1
+            state["plugin"], state["logs"] = {}, []
+            action.phase = Phase.ACTION_PHASE_QUEUED
+            return 0.0
+        self._end(action, state, Phase.ACTION_PHASE_FAILED, now, error)
+        return None
+
+    def _abort(self, key: ExecutionKey, spec: ExecutionSpec, action: Action, state: dict, reason: str,
+               now: datetime) -> None:
+        if action.kind == "task" and action.attempts:
+            task = self._template(key, action)
+            try:
+                plugin = self._plugin(task, key)
+            except PluginNotFound:
+                plugin = None
+            if plugin is not None:
+                tctx = self._context(key, spec, action, state, task)
+                plugin.abort(tctx)
+                plugin.finalize(tctx)
+        self._end(action, state, Phase.ACTION_PHASE_ABORTED, now, ErrorInfo(E.TASK_ABORTED, reason, USER))
+
+    def _end(self, action: Action, state: dict, phase: int, now: datetime, error: ErrorInfo | None) -> None:
+        action.phase, action.done, action.ended_at = phase, True, now
+        if error is not None:
+            action.error_pb = run_definition_pb2.ErrorInfo(
+                code=error.code, message=error.message,
+                kind=as_enum(run_definition_pb2.ErrorInfo.Kind, error.kind)).SerializeToString()
+        if action.attempts:
+            state.setdefault("ended", []).append(_attempt_record(action, state, phase, error, now))
+        state.pop("plugin", None)
+
+    # -- what an attempt is given ---------------------------------------------------------------------------
+    def _template(self, key: ExecutionKey, action: Action) -> tasks_pb2.TaskTemplate:
+        cached = self._templates.get((key[0], key[1], key[2], action.name))
+        if cached is None:
+            spec = run_definition_pb2.ActionSpec.FromString(action.spec_pb)
+            cached = tasks_pb2.TaskTemplate.FromString(spec.task.spec.task_template.SerializeToString())
+            self._templates[(key[0], key[1], key[2], action.name)] = cached
+        return cached
+
+    def _plugin(self, task: tasks_pb2.TaskTemplate, key: ExecutionKey) -> Plugin:
+        if task.type != PYTHON_TASK:
+            raise PluginNotFound(f"task {task.id.name} is of type {task.type!r}; flytelite runs Flyte 2 tasks of "
+                                 f"type {PYTHON_TASK!r} only, for now")
+        return self.plugins.get(task, key)
+
+    def _context(self, key: ExecutionKey, spec: ExecutionSpec, action: Action, state: dict,
+                 task: tasks_pb2.TaskTemplate) -> TaskExecutionContext:
+        action_spec = run_definition_pb2.ActionSpec.FromString(action.spec_pb)
+        attempt = max(action.attempts, 1)
+        run_start = action_spec.run_spec.run_start_time
+        return TaskExecutionContext(
+            ctx=self.ctx, key=key, spec=spec, workflow_id=identifier_pb2.Identifier(), node_id=action.name,
+            attempt=attempt - 1, task=task, input_uri=action_spec.input_uri,
+            output_prefix=store.attempt_prefix(self.ctx, key, action.name, attempt),
+            state=state.setdefault("plugin", {}), wake=lambda delay: self.wake(key, delay),
+            may_launch=lambda: self.may_launch(key),
+            template_vars={"runName": key[2], "actionName": action.name,
+                           "runStartTime": run_start.ToJsonString() if run_start.seconds else ""},
+        )
+
+
+def _attempt_record(action: Action, state: dict, phase: int, error: ErrorInfo | None, now: datetime) -> dict:
+    record = {"attempt": action.attempts, "phase": phase, "ended_at": now.isoformat(),
+              "logs": state.get("logs", [])}
+    if error is not None:
+        record["error"] = {"code": error.code, "message": error.message, "kind": error.kind}
+    return record

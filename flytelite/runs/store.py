@@ -1,0 +1,148 @@
+"""Flyte 2 runs and their actions in the database (store/models.py: Action, and the run's FlyteWorkflow row).
+
+A run is created with its root action `a0` in one transaction; a child joins its run when its parent's process
+enqueues it. Names are unique within a run: enqueuing a name again answers ALREADY_EXISTS, which is how a
+retried parent finds the children its earlier attempt started.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from flyteidl2.common import phase_pb2
+from flyteidl2.workflow import run_definition_pb2
+from sqlalchemy import bindparam, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from flytelite.context import Context, ExecutionKey
+from flytelite.errors import AlreadyExists, FailedPrecondition, NotFound
+from flytelite.store.flyteworkflow import ExecutionSpec
+from flytelite.store.models import Action, FlyteWorkflow
+
+Phase = phase_pb2.ActionPhase
+ROOT = "a0"
+TERMINAL = frozenset({Phase.ACTION_PHASE_SUCCEEDED, Phase.ACTION_PHASE_FAILED, Phase.ACTION_PHASE_ABORTED,
+                      Phase.ACTION_PHASE_TIMED_OUT, Phase.ACTION_PHASE_RECOVERED})
+
+
+def run_base(ctx: Context, key: ExecutionKey) -> str:
+    """Where a run's actions write: `<run base>/<action>/<attempt>/` (attempts counted from 1)."""
+    return ctx.blobs.execution_dir(*key)
+
+
+def attempt_prefix(ctx: Context, key: ExecutionKey, action: str, attempt: int) -> str:
+    return ctx.blobs.join(run_base(ctx, key), action, str(attempt))
+
+
+def action_kind(spec: run_definition_pb2.ActionSpec) -> str:
+    return spec.WhichOneof("spec") or "task"
+
+
+def spec(row: Action) -> run_definition_pb2.ActionSpec:
+    return run_definition_pb2.ActionSpec.FromString(row.spec_pb)
+
+
+def new_action(key: ExecutionKey, spec: run_definition_pb2.ActionSpec, now: datetime, phase: int = Phase.ACTION_PHASE_QUEUED,
+               **columns) -> Action:
+    return Action(**{"project": key[0], "domain": key[1], "run_name": key[2], "name": spec.action_id.name,
+                     "parent": spec.parent_action_name, "kind": action_kind(spec), "spec_pb": spec.SerializeToString(),
+                     "phase": phase, "done": phase in TERMINAL, "attempts": 0, "state_json": "{}", "output_uri": "",
+                     "created_at": now, "updated_at": now, **columns})
+
+
+def create_run(ctx: Context, key: ExecutionKey, spec: ExecutionSpec, root: run_definition_pb2.ActionSpec) -> Action:
+    """Store a new run and its root action; AlreadyExists when a run or execution has the name."""
+    now = ctx.clock.now()
+    action = new_action(key, root, now)
+    try:
+        with ctx.db.session() as s:
+            if s.get(FlyteWorkflow, tuple(key)) is not None:
+                raise AlreadyExists(f"a run or execution named {key[2]!r} exists in project {key[0]}, domain "
+                                    f"{key[1]}: choose another name")
+            s.add(FlyteWorkflow(project=key[0], domain=key[1], name=key[2], closure_pb=b"", spec_json=spec.to_json(),
+                                status_json="{}", done=False, created_at=now, updated_at=now))
+            s.add(action)
+    except IntegrityError:
+        raise AlreadyExists(f"a run or execution named {key[2]!r} exists in project {key[0]}, domain {key[1]}: "
+                            "choose another name") from None
+    return action
+
+
+def enqueue(ctx: Context, key: ExecutionKey, spec: run_definition_pb2.ActionSpec, action: Action) -> None:
+    """Add `action` to its run; AlreadyExists when the run has an action of that name, NotFound without the run
+    or the parent."""
+    try:
+        with ctx.db.session() as s:
+            parent = s.get(Action, (*key, spec.parent_action_name))
+            if parent is None:
+                raise NotFound(f"run {key[2]} in project {key[0]}, domain {key[1]} has no action "
+                               f"{spec.parent_action_name!r} to be the parent of {spec.action_id.name!r}")
+            if parent.done:
+                raise FailedPrecondition(f"action {spec.parent_action_name!r} of run {key[2]} has ended: it can "
+                                         f"start no child ({spec.action_id.name!r})")
+            if s.get(Action, (*key, spec.action_id.name)) is not None:
+                raise AlreadyExists(f"run {key[2]} has an action {spec.action_id.name!r} already")
+            s.add(action)
+    except IntegrityError:
+        raise AlreadyExists(f"run {key[2]} has an action {spec.action_id.name!r} already") from None
+
+
+def get(ctx: Context, key: ExecutionKey, name: str) -> Action:
+    with ctx.db.session() as s:
+        found = s.get(Action, (*key, name))
+    if found is None:
+        raise NotFound(f"there is no action {name!r} in run {key[2]} of project {key[0]}, domain {key[1]}")
+    return found
+
+
+def children(ctx: Context, key: ExecutionKey, parent: str) -> list[Action]:
+    with ctx.db.session() as s:
+        return list(s.scalars(select(Action).where(
+            Action.project == key[0], Action.domain == key[1], Action.run_name == key[2], Action.parent == parent)))
+
+
+def run_actions(ctx: Context, key: ExecutionKey) -> list[Action]:
+    """Every action of a run, the oldest first (none: no such run)."""
+    with ctx.db.session() as s:
+        return list(s.scalars(select(Action).where(
+            Action.project == key[0], Action.domain == key[1], Action.run_name == key[2]).order_by(Action.created_at)))
+
+
+def unfinished(ctx: Context, key: ExecutionKey) -> list[Action]:
+    with ctx.db.session() as s:
+        return list(s.scalars(select(Action).where(
+            Action.project == key[0], Action.domain == key[1], Action.run_name == key[2],
+            Action.done.is_(False)).order_by(Action.created_at)))
+
+
+# What the engine writes of an action after a round: only its own columns, as the API writes abort_reason meanwhile.
+ENGINE_COLUMNS = ("phase", "done", "attempts", "state_json", "error_pb", "output_uri", "updated_at", "started_at",
+                  "ended_at")
+_TABLE = Action.table()
+_SAVE = _TABLE.update().where(
+    _TABLE.c.project == bindparam("key_project"), _TABLE.c.domain == bindparam("key_domain"),
+    _TABLE.c.run_name == bindparam("key_run"), _TABLE.c.name == bindparam("key_name"),
+).values({column: bindparam(f"new_{column}") for column in ENGINE_COLUMNS})
+
+
+def save(session: Session, actions: list[Action]) -> None:
+    """Write the engine's columns of `actions` in `session`."""
+    if actions:
+        session.execute(_SAVE, [{"key_project": a.project, "key_domain": a.domain, "key_run": a.run_name,
+                                 "key_name": a.name, **{f"new_{c}": getattr(a, c) for c in ENGINE_COLUMNS}}
+                                for a in actions])
+
+
+def request_abort(ctx: Context, key: ExecutionKey, name: str, reason: str) -> bool:
+    """Mark an action to be aborted (the engine stops it and its children); False when it had ended."""
+    with ctx.db.session() as s:
+        found = s.get(Action, (*key, name))
+        if found is None:
+            raise NotFound(f"there is no action {name!r} in run {key[2]} of project {key[0]}, domain {key[1]}")
+        if found.done:
+            return False
+        if found.abort_reason is None:
+            found.abort_reason = reason
+            found.updated_at = ctx.clock.now()
+    return True

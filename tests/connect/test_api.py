@@ -1,0 +1,114 @@
+"""Flyte 2's API on the public port, through flyteidl2's own connect clients: every service is there, what
+flytelite does not serve says so by name, and a client's mistakes get the code that names them."""
+
+from __future__ import annotations
+
+import urllib.request
+
+import pytest
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError
+from flyteidl2.actions import actions_service_connect, actions_service_pb2
+from flyteidl2.cluster import payload_pb2, service_connect
+from flyteidl2.common import identifier_pb2
+from flyteidl2.dataproxy import dataproxy_service_connect, dataproxy_service_pb2
+from flyteidl2.task import task_definition_pb2
+from flyteidl2.trigger import trigger_service_connect, trigger_service_pb2
+from flyteidl2.workflow import run_service_connect, run_service_pb2
+
+from flytelite.connect.app import service_applications
+from tests.e2e.flyte_cli import wait_for
+
+
+def _code(call) -> tuple[Code, str]:
+    with pytest.raises(ConnectError) as caught:
+        call()
+    return caught.value.code, caught.value.message
+
+
+def run_id(name: str, project: str = "flytesnacks") -> identifier_pb2.RunIdentifier:
+    return identifier_pb2.RunIdentifier(project=project, domain="development", name=name)
+
+
+def test_every_flyteidl2_service_is_mounted_and_an_rpc_not_served_names_itself(server):
+    assert len(service_applications()) >= 25
+    triggers = trigger_service_connect.TriggerServiceClientSync(server.url)
+    code, message = _code(lambda: triggers.list_triggers(trigger_service_pb2.ListTriggersRequest()))
+    assert code == Code.UNIMPLEMENTED
+    assert "flyteidl2.trigger.TriggerService/ListTriggers is not implemented" in message
+    # A service of flyteidl2's that has no implementation at all, over plain HTTP as the SDK sends it.
+    request = urllib.request.Request(f"{server.url}/flyteidl2.secret.SecretService/ListSecrets", data=b"{}",
+                                     headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=30)
+    assert caught.value.code == 501 and b"SecretService/ListSecrets is not implemented" in caught.value.read()
+
+
+def test_select_cluster_names_this_server(server):
+    clusters = service_connect.ClusterServiceClientSync(server.url)
+    assert clusters.select_cluster(payload_pb2.SelectClusterRequest()).cluster_endpoint == ""
+
+
+def test_a_clients_mistakes_get_the_code_that_names_them(server):
+    runs = run_service_connect.RunServiceClientSync(server.url)
+    code, message = _code(lambda: runs.get_run_details(run_service_pb2.GetRunDetailsRequest(run_id=run_id("nope"))))
+    assert code == Code.NOT_FOUND and "no action 'a0' in run nope" in message
+    code, message = _code(lambda: runs.get_run_details(run_service_pb2.GetRunDetailsRequest()))
+    assert code == Code.INVALID_ARGUMENT and "project, domain and name" in message
+    spec = task_definition_pb2.TaskSpec()
+    spec.task_template.type = "python"
+    code, message = _code(lambda: runs.create_run(run_service_pb2.CreateRunRequest(
+        run_id=run_id("r1", project="no-such-project"), task_spec=spec)))
+    assert code == Code.NOT_FOUND and "project 'no-such-project' does not exist" in message
+    code, message = _code(lambda: runs.create_run(run_service_pb2.CreateRunRequest(task_spec=spec)))
+    assert code == Code.INVALID_ARGUMENT and "run_id" in message
+    code, message = _code(lambda: runs.create_run(run_service_pb2.CreateRunRequest(
+        run_id=run_id("r2"), task_id=task_definition_pb2.TaskIdentifier(name="t"))))
+    assert code == Code.UNIMPLEMENTED and "deployed task" in message
+    actions = actions_service_connect.ActionsServiceClientSync(server.url)
+    child = actions_service_pb2.Action(
+        action_id=identifier_pb2.ActionIdentifier(run=run_id("no-such-run"), name="c1"), parent_action_name="a0")
+    child.task.spec.CopyFrom(spec)
+    code, message = _code(lambda: actions.enqueue(actions_service_pb2.EnqueueRequest(action=child)))
+    assert code == Code.NOT_FOUND and "has no action 'a0'" in message
+    proxy = dataproxy_service_connect.DataProxyServiceClientSync(server.url)
+    code, message = _code(lambda: proxy.upload_inputs(dataproxy_service_pb2.UploadInputsRequest()))
+    assert code == Code.INVALID_ARGUMENT and "run_id or project_id" in message
+
+
+def test_a_request_that_does_not_parse_is_invalid_argument(server):
+    request = urllib.request.Request(f"{server.url}/flyteidl2.workflow.RunService/GetRunDetails",
+                                     data=b"\xff\xff\xff", headers={"Content-Type": "application/proto"})
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=30)
+    assert caught.value.code == 400, caught.value.read()
+
+
+def test_a_run_whose_image_has_no_flyte_sdk_fails_saying_so_and_takes_no_more_children(server):
+    """The server's own interpreter has no `flyte` SDK: the run's root action fails before anything starts, with
+    what to configure; a child enqueued after it ended is refused."""
+    runs = run_service_connect.RunServiceClientSync(server.url)
+    spec = task_definition_pb2.TaskSpec()
+    spec.task_template.type = "python"
+    spec.task_template.id.name = "hello.main"
+    spec.task_template.container.image = "example.com/flyte:py3.11"
+    spec.task_template.container.args.extend(["a0", "--inputs", "{{.input}}", "--outputs-path", "{{.outputPrefix}}"])
+    name = "nosdk"
+    created = runs.create_run(run_service_pb2.CreateRunRequest(run_id=run_id(name), task_spec=spec))
+    assert created.run.action.id.name == "a0" and created.run.action.status.phase == 1  # QUEUED
+
+    def failed():
+        details = runs.get_run_details(run_service_pb2.GetRunDetailsRequest(run_id=run_id(name))).details
+        return details if details.action.status.phase == 6 else None  # FAILED
+
+    details = wait_for(failed, "the run to fail", timeout=120)
+    error = details.action.error_info
+    assert error.kind == 1 and "has no flyte SDK" in error.message and "example.com/flyte:py3.11" in error.message
+    code, _ = _code(lambda: runs.create_run(run_service_pb2.CreateRunRequest(run_id=run_id(name), task_spec=spec)))
+    assert code == Code.ALREADY_EXISTS
+    actions = actions_service_connect.ActionsServiceClientSync(server.url)
+    child = actions_service_pb2.Action(action_id=identifier_pb2.ActionIdentifier(run=run_id(name), name="c1"),
+                                       parent_action_name="a0")
+    child.task.spec.CopyFrom(spec)
+    code, message = _code(lambda: actions.enqueue(actions_service_pb2.EnqueueRequest(action=child)))
+    assert code == Code.FAILED_PRECONDITION and "has ended" in message

@@ -1,0 +1,29 @@
+"""The flyte CLI on the configuration `flytelite config init` writes, which flytekit reads too."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from flytekit.configuration import Config
+
+from tests.e2e.flyte_cli import wait_for
+from tests.flyte2.conftest import NO_SDK, PYTHON, SUCCEEDED, WORKFLOWS, run_phase
+
+pytestmark = NO_SDK
+RUN_URL = re.compile(r"/v2/domain/development/project/flytesnacks/runs/([a-z0-9]+)")
+
+
+def test_flyte_run_with_the_configuration_flytelite_writes(server, tmp_path):
+    config = tmp_path / "config.yaml"
+    subprocess.run([sys.executable, "-m", "flytelite.cli", "config", "init", "--path", str(config), "--port",
+                    str(server.port)], check=True, capture_output=True)
+    assert Config.auto(str(config)).platform.endpoint == f"localhost:{server.port}"
+    flyte = str(Path(PYTHON).parent / "flyte")
+    proc = subprocess.run([flyte, "--config", str(config), "run", "basics.py", "square", "--x", "7"],
+                          cwd=WORKFLOWS, capture_output=True, text=True, timeout=300)
+    found = RUN_URL.search(proc.stdout)
+    assert found, f"flyte run failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    wait_for(lambda: run_phase(server, found.group(1)) == SUCCEEDED, "the run to succeed", timeout=180)

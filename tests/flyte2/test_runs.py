@@ -1,0 +1,39 @@
+"""`flyte.run` against flytelite: each task's outputs equal those of the same task in the SDK's local mode."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.flyte2.conftest import FAILED, NO_SDK, SUCCEEDED, drive
+
+pytestmark = NO_SDK
+
+CASES = [
+    ("gather_squares", {"n": 4}),          # children fanned out with asyncio.gather, in a group
+    ("map_shift", {"n": 5}),               # flyte.map over a sync task
+    ("with_trace", {"x": 3}),              # a trace beside a child task
+    ("catches_child_failure", {"x": 1}),   # a child's user error reaches its parent as RuntimeUserError
+    ("nothing_out", {"x": 1}),             # no outputs
+    ("move_point", {"p": {"x": 1, "y": 1.5, "label": "a"}, "dx": 2}),  # a dataclass in and out
+    ("file_round_trip", {"text": "hello"}),  # a File written by one child, opened by another
+]
+
+
+@pytest.mark.parametrize(("task", "inputs"), CASES, ids=[c[0] for c in CASES])
+def test_remote_run_equals_the_local_run(server, task, inputs):
+    local = drive(server, task, inputs, mode="local")
+    remote = drive(server, task, inputs)
+    assert remote["phase"] == SUCCEEDED, remote
+    assert remote["outputs"] == local["outputs"]
+
+
+def test_a_failed_run_carries_its_users_error(server):
+    remote = drive(server, "fails_uncaught", {"x": 7})
+    assert remote["phase"] == FAILED
+    assert remote["error"]["code"] == "ValueError" and "no good: 7" in remote["error"]["message"]
+    assert remote["error"]["kind"] == 1  # USER
+
+
+def test_a_child_is_retried_within_its_tasks_retries(server):
+    remote = drive(server, "retried_child", {"x": 5})
+    assert remote["phase"] == SUCCEEDED and remote["outputs"] == ["6"]  # x + the attempt that succeeded (1)
