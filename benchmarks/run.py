@@ -10,6 +10,7 @@ Sections (each row a median of several runs; slow baselines get fewer, the table
 - real flytekit tasks through a real server, warm workers on and off (benchmarks/real_tasks.py), with the
   peers' figures from the same run as baselines;
 - the pytest plugin (benchmarks/pytest_plugin.py): its server ready, a hello-world test;
+- Flyte 2 (benchmarks/flyte2.py): the `flyte` SDK's runs, an action's floor, a chain of 100, a map of 1,000;
 - postgresql (benchmarks/postgres.py): the engine-only rows and the 1,000 concurrent executions on a
   throwaway PostgreSQL cluster, the latter with 1 and with 3 replicas (skipped when PostgreSQL's server
   binaries are not installed).
@@ -20,7 +21,7 @@ measuring would slow the disk under the next row).
     python -m benchmarks.run [--runs N] [--out PATH] [--only SECTION[,SECTION...]]
     make bench BENCH_ARGS="--only postgresql --runs 1"
 
-`--only` measures some sections (engine, concurrent, peers, real, postgresql, kubernetes, compute, pytest);
+`--only` measures some sections (engine, concurrent, peers, real, postgresql, kubernetes, compute, pytest, flyte2);
 such a partial run writes benchmarks/results/partial.md unless --out says otherwise, so latest.md always holds a whole run.
 """
 
@@ -44,6 +45,7 @@ from benchmarks.common import Row
 from benchmarks.compute import compute_rows
 from benchmarks.concurrent import concurrent_rows
 from benchmarks.engine_only import engine_rows
+from benchmarks.flyte2 import flyte2_rows
 from benchmarks.k8s_pods import k8s_rows
 from benchmarks.peers import PeerResult, measure_peers, peer_rows
 from benchmarks.postgres import postgres_rows
@@ -72,10 +74,11 @@ def sections(root: Path, runs: int) -> dict[str, tuple[str, Callable[[], list[Ro
         "kubernetes": ("tasks as Kubernetes pods", lambda: k8s_rows(root, runs=runs)),
         "compute": ("compute engines: Spark, Ray and Dask tasks", lambda: compute_rows(root, runs=runs)),
         "pytest": ("pytest plugin", lambda: pytest_plugin_rows(runs=runs)),
+        "flyte2": ("Flyte 2: the flyte SDK", lambda: flyte2_rows(root, runs=runs)),
     }
 
 
-SECTION_NAMES = ("engine", "concurrent", "peers", "real", "postgresql", "kubernetes", "compute", "pytest")
+SECTION_NAMES = ("engine", "concurrent", "peers", "real", "postgresql", "kubernetes", "compute", "pytest", "flyte2")
 
 
 def measure(every: dict[str, tuple[str, Callable[[], list[Row]]]], chosen: list[str]) -> tuple[list[Row], list[str]]:
@@ -205,6 +208,10 @@ How each row is measured (see the modules in benchmarks/ for the code):
   `pyflyte run` (local) of the same workflow from that venv (benchmarks/compute.py).
 - *pytest plugin*: `flytelite_server`'s start (a fresh temporary home, until /healthz answers) and the
   example project's hello test (`flytelite_run`: fast registration of its module, the run, its outputs).
+- *Flyte 2*: the `flyte` SDK (the venv `make test-flyte2` builds) running benchmarks/workflows/flyte2_wfs.py on a
+  real server through scripts/flyte2_run.py; a run's time is its root action's, from its process's start to its
+  end (ActionStatus.duration_ms). Each action is a cold `a0` process. The published figures are flyte-benchmarks'
+  Flyte 2 runs on an 8 GiB orchestrator pod of a Kubernetes cluster.
 - *flytekit local*: the same workflow function called in this Python process (flytekit's local execution).
 - *flytekit's pyflyte-map-execute alone*: the map row's items through flytekit's entrypoint in plain
   processes (one per core, forked after importing flytekit; benchmarks/map_floor.py), no server: each item

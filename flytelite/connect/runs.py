@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 
 from connectrpc.request import RequestContext
 from flyteidl2.actions import actions_service_pb2 as actions_pb
-from flyteidl2.common import identifier_pb2
+from flyteidl2.common import identifier_pb2, list_pb2
 from flyteidl2.task import task_definition_pb2
 from flyteidl2.workflow import run_definition_pb2, run_service_pb2, state_service_pb2
 from starlette.concurrency import run_in_threadpool
@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from flytelite.admin.entity_common import validate_project_domain
 from flytelite.connect import details
 from flytelite.context import Context, ExecutionKey
-from flytelite.errors import FailedPrecondition, InvalidArgument, Unimplemented
+from flytelite.errors import FailedPrecondition, InvalidArgument, NotFound, Unimplemented
 from flytelite.idl import ids
 from flytelite.runs import store
 from flytelite.runs.store import ROOT, Phase
@@ -149,6 +149,31 @@ class RunService:
                 if row.done or not await watch.changed():
                     return
 
+    async def list_runs(self, request: run_service_pb2.ListRunsRequest,
+                        ctx: RequestContext) -> run_service_pb2.ListRunsResponse:
+        project = request.project_id
+        if not project.name or not project.domain:
+            raise InvalidArgument("ListRuns needs project_id's name and domain (the project and domain to list)")
+        offset, limit, ascending = _page(request.request, "ListRuns")
+        rows = await run_in_threadpool(store.list_runs, self.ctx, project.name, project.domain, offset, limit + 1,
+                                       ascending)
+        return run_service_pb2.ListRunsResponse(runs=[details.run(row, request.org) for row in rows[:limit]],
+                                                token=str(offset + limit) if len(rows) > limit else "")
+
+    async def list_actions(self, request: run_service_pb2.ListActionsRequest,
+                           ctx: RequestContext) -> run_service_pb2.ListActionsResponse:
+        key = _run_key(request.run_id)
+        offset, limit, ascending = _page(request.request, "ListActions")
+        rows = await run_in_threadpool(store.run_actions, self.ctx, key)
+        if not rows:
+            raise NotFound(f"there is no run {key[2]} in project {key[0]}, domain {key[1]}")
+        if not ascending:
+            rows.reverse()
+        page = rows[offset:offset + limit]
+        return run_service_pb2.ListActionsResponse(
+            actions=[details.action(row, request.run_id.org) for row in page],
+            token=str(offset + limit) if len(rows) > offset + limit else "")
+
     async def abort_run(self, request: run_service_pb2.AbortRunRequest,
                         ctx: RequestContext) -> run_service_pb2.AbortRunResponse:
         key = _run_key(request.run_id)
@@ -188,15 +213,13 @@ class ActionsService:
             action_id=action.action_id, parent_action_name=action.parent_action_name, run_spec=request.run_spec,
             input_uri=action.input_uri, run_output_base=action.run_output_base, group=action.group)
         getattr(spec, kind).CopyFrom(getattr(action, kind))
-        now = self.ctx.clock.now()
         if kind == "trace":
-            trace = action.trace
-            row = store.new_action(key, spec, now, phase=trace.phase or Phase.ACTION_PHASE_SUCCEEDED,
-                                   output_uri=trace.outputs.output_uri,
-                                   started_at=_time(trace, "start_time", now), ended_at=_time(trace, "end_time", now))
+            trace, now = action.trace, self.ctx.clock.now()
+            store.enqueue(self.ctx, key, spec, phase=trace.phase or Phase.ACTION_PHASE_SUCCEEDED,
+                          output_uri=trace.outputs.output_uri, started_at=_time(trace, "start_time", now),
+                          ended_at=_time(trace, "end_time", now))
         else:
-            row = store.new_action(key, spec, now)
-        store.enqueue(self.ctx, key, spec, row)
+            store.enqueue(self.ctx, key, spec)
         return key
 
     async def watch_for_updates(self, request: actions_pb.WatchForUpdatesRequest,
@@ -226,6 +249,23 @@ class ActionsService:
         if await run_in_threadpool(store.request_abort, self.ctx, key, name, request.reason or "aborted by its parent"):
             self.ctx.notify_engine(key)
         return actions_pb.AbortResponse()
+
+
+def _page(request: list_pb2.ListRequest, rpc: str) -> tuple[int, int, bool]:
+    """Where a list's page starts (its token), its size, and whether it is oldest first: lists are by creation
+    time, newest first unless the request sorts ascending; filters are not served yet."""
+    if request.filters or request.raw_filters:
+        fields = ", ".join(sorted({f.field for f in request.filters} | set(request.raw_filters)))
+        raise Unimplemented(f"{rpc} does not filter yet (asked: {fields}); list without filters")
+    sorts = [request.sort_by, *request.sort_by_fields] if request.HasField("sort_by") else list(request.sort_by_fields)
+    if any(sort.key not in ("", "created_at") for sort in sorts):
+        raise Unimplemented(f"{rpc} sorts by created_at only, not by {', '.join(sort.key for sort in sorts)}")
+    try:
+        offset = int(request.token or 0)
+    except ValueError:
+        raise InvalidArgument(f"{rpc}: token {request.token!r} is not one this server gave") from None
+    ascending = bool(sorts) and sorts[0].direction == list_pb2.Sort.Direction.ASCENDING
+    return max(offset, 0), min(request.limit or 100, 1000), ascending
 
 
 def _task_id(key: ExecutionKey, spec: task_definition_pb2.TaskSpec) -> task_definition_pb2.TaskIdentifier:

@@ -27,10 +27,12 @@ from flytelite.console.execution_page import execution_page
 from flytelite.console.layout import DEFAULT_DOMAIN, esc, layout, not_found_page
 from flytelite.console.logs import log_endpoint, log_owners
 from flytelite.console.rest import rest_routes, unknown_api
+from flytelite.console.run_page import run_page
 from flytelite.console.transfer import Transfers
-from flytelite.context import Context
+from flytelite.context import Context, ExecutionKey
 from flytelite.errors import FlyteliteError, InvalidArgument, NotFound, as_outage, client_message
 from flytelite.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from flytelite.runs import store as runs_store
 from flytelite.storage.links import blob_links
 from flytelite.storage.signing import DOWNLOAD_ROUTE, UPLOAD_ROUTE, SignedBlobs
 from flytelite.tracing import Tracing
@@ -96,6 +98,13 @@ def build_app(ctx: Context) -> Starlette:
             return entity_pages.entity_page(admin, kind, project, domain, p["name"], version)
         return entity_pages.entity_list_page(admin, kind, project, domain)
 
+    def run(request: Request, project: str, domain: str) -> str:
+        name = request.path_params["run"]
+        actions = runs_store.run_actions(ctx, ExecutionKey(project, domain, name))
+        if not actions:
+            raise NotFound(f"There is no run {name} in project {project}, domain {domain}.")
+        return run_page(project, domain, name, actions)
+
     def unknown(request: Request) -> Response:
         return HTMLResponse(not_found_page(f"The console has no page at {request.url.path}."), status_code=404)
 
@@ -133,6 +142,7 @@ def build_app(ctx: Context) -> Starlette:
         *rest_routes(by_name, ctx.metrics, http_audit, authorizer),
         Route("/api/{rest:path}", unknown_api, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
         *connect.routes(ctx, by_name["DataProxyService"]),
+        Route("/v2/domain/{domain}/project/{project}/runs/{run}", page(run)),
         Route("/console/api/launch", actions.json_action("launch", lambda form: actions.launch(admin, form),
                                                          "CreateExecution", http_audit, authorizer), methods=["POST"]),
         Route("/console/api/signals", actions.json_action("set signal", lambda form: actions.set_signal_value(

@@ -87,9 +87,10 @@ class RunExecutor:
                 self._templates.pop((key[0], key[1], key[2], action.name), None)
             if after is not None:
                 soonest = after if soonest is None else min(soonest, after)
-        done = all(a.done for a in actions)
         with self.ctx.db.session() as session:
             store.save(session, changed)
+            # A child enqueued since the round read the run keeps it going (its parent having ended, it is aborted).
+            done = all(a.done for a in actions) and not store.any_unfinished(session, key)
             self.persist(key, "{}", done, session)
         if changed:
             self.ctx.run_updates.publish(key)
@@ -192,6 +193,7 @@ class RunExecutor:
         if action.attempts:
             state.setdefault("ended", []).append(_attempt_record(action, state, phase, error, now))
         state.pop("plugin", None)
+        state.pop("logs", None)
 
     # -- what an attempt is given ---------------------------------------------------------------------------
     def _template(self, key: ExecutionKey, action: Action) -> tasks_pb2.TaskTemplate:

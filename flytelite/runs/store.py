@@ -69,9 +69,11 @@ def create_run(ctx: Context, key: ExecutionKey, spec: ExecutionSpec, root: run_d
     return action
 
 
-def enqueue(ctx: Context, key: ExecutionKey, spec: run_definition_pb2.ActionSpec, action: Action) -> None:
-    """Add `action` to its run; AlreadyExists when the run has an action of that name, NotFound without the run
-    or the parent."""
+def enqueue(ctx: Context, key: ExecutionKey, spec: run_definition_pb2.ActionSpec, **columns) -> None:
+    """Add an action of `spec` (with the Action row's `columns` besides) to its run; AlreadyExists when the run has
+    an action of that name, NotFound without the run or the parent, FailedPrecondition when the parent ended. The
+    run's start time is the parent's, unless the spec gives one."""
+    now = ctx.clock.now()
     try:
         with ctx.db.session() as s:
             parent = s.get(Action, (*key, spec.parent_action_name))
@@ -83,7 +85,10 @@ def enqueue(ctx: Context, key: ExecutionKey, spec: run_definition_pb2.ActionSpec
                                          f"start no child ({spec.action_id.name!r})")
             if s.get(Action, (*key, spec.action_id.name)) is not None:
                 raise AlreadyExists(f"run {key[2]} has an action {spec.action_id.name!r} already")
-            s.add(action)
+            if not spec.run_spec.HasField("run_start_time"):
+                spec.run_spec.run_start_time.CopyFrom(run_definition_pb2.ActionSpec.FromString(
+                    parent.spec_pb).run_spec.run_start_time)
+            s.add(new_action(key, spec, now, **columns))
     except IntegrityError:
         raise AlreadyExists(f"run {key[2]} has an action {spec.action_id.name!r} already") from None
 
@@ -102,6 +107,15 @@ def children(ctx: Context, key: ExecutionKey, parent: str) -> list[Action]:
             Action.project == key[0], Action.domain == key[1], Action.run_name == key[2], Action.parent == parent)))
 
 
+def list_runs(ctx: Context, project: str, domain: str, offset: int, limit: int, ascending: bool) -> list[Action]:
+    """The root actions of a project and domain's runs, by creation time."""
+    order = Action.created_at.asc() if ascending else Action.created_at.desc()
+    with ctx.db.session() as s:
+        return list(s.scalars(select(Action).where(
+            Action.project == project, Action.domain == domain, Action.name == ROOT, Action.parent == "")
+            .order_by(order).offset(offset).limit(limit)))
+
+
 def run_actions(ctx: Context, key: ExecutionKey) -> list[Action]:
     """Every action of a run, the oldest first (none: no such run)."""
     with ctx.db.session() as s:
@@ -114,6 +128,12 @@ def unfinished(ctx: Context, key: ExecutionKey) -> list[Action]:
         return list(s.scalars(select(Action).where(
             Action.project == key[0], Action.domain == key[1], Action.run_name == key[2],
             Action.done.is_(False)).order_by(Action.created_at)))
+
+
+def any_unfinished(session: Session, key: ExecutionKey) -> bool:
+    return session.scalar(select(Action.name).where(
+        Action.project == key[0], Action.domain == key[1], Action.run_name == key[2],
+        Action.done.is_(False)).limit(1)) is not None
 
 
 # What the engine writes of an action after a round: only its own columns, as the API writes abort_reason meanwhile.

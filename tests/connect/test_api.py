@@ -10,7 +10,7 @@ from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 from flyteidl2.actions import actions_service_connect, actions_service_pb2
 from flyteidl2.cluster import payload_pb2, service_connect
-from flyteidl2.common import identifier_pb2
+from flyteidl2.common import identifier_pb2, list_pb2
 from flyteidl2.dataproxy import dataproxy_service_connect, dataproxy_service_pb2
 from flyteidl2.task import task_definition_pb2
 from flyteidl2.trigger import trigger_service_connect, trigger_service_pb2
@@ -18,6 +18,25 @@ from flyteidl2.workflow import run_service_connect, run_service_pb2
 
 from flytelite.connect.app import service_applications
 from tests.e2e.flyte_cli import wait_for
+
+
+def _a0_spec() -> task_definition_pb2.TaskSpec:
+    """A Flyte 2 task whose image is the server's own interpreter, which has no flyte SDK: its run fails at once."""
+    spec = task_definition_pb2.TaskSpec()
+    spec.task_template.type = "python"
+    spec.task_template.id.name = "hello.main"
+    spec.task_template.container.image = "example.com/flyte:py3.11"
+    spec.task_template.container.args.extend(["a0", "--inputs", "{{.input}}", "--outputs-path", "{{.outputPrefix}}"])
+    return spec
+
+
+def _failed(runs, name: str):
+    """Run `name`'s details once it failed."""
+    def failed():
+        details = runs.get_run_details(run_service_pb2.GetRunDetailsRequest(run_id=run_id(name))).details
+        return details if details.action.status.phase == 6 else None  # FAILED
+
+    return wait_for(failed, f"run {name} to fail", timeout=120)
 
 
 def _code(call) -> tuple[Code, str]:
@@ -88,22 +107,21 @@ def test_a_run_whose_image_has_no_flyte_sdk_fails_saying_so_and_takes_no_more_ch
     """The server's own interpreter has no `flyte` SDK: the run's root action fails before anything starts, with
     what to configure; a child enqueued after it ended is refused."""
     runs = run_service_connect.RunServiceClientSync(server.url)
-    spec = task_definition_pb2.TaskSpec()
-    spec.task_template.type = "python"
-    spec.task_template.id.name = "hello.main"
-    spec.task_template.container.image = "example.com/flyte:py3.11"
-    spec.task_template.container.args.extend(["a0", "--inputs", "{{.input}}", "--outputs-path", "{{.outputPrefix}}"])
     name = "nosdk"
+    spec = _a0_spec()
     created = runs.create_run(run_service_pb2.CreateRunRequest(run_id=run_id(name), task_spec=spec))
     assert created.run.action.id.name == "a0" and created.run.action.status.phase == 1  # QUEUED
-
-    def failed():
-        details = runs.get_run_details(run_service_pb2.GetRunDetailsRequest(run_id=run_id(name))).details
-        return details if details.action.status.phase == 6 else None  # FAILED
-
-    details = wait_for(failed, "the run to fail", timeout=120)
+    details = _failed(runs, name)
     error = details.action.error_info
     assert error.kind == 1 and "has no flyte SDK" in error.message and "example.com/flyte:py3.11" in error.message
+    # The run's page, at the URL the SDK prints, shows the failure; a run that does not exist is a 404.
+    with urllib.request.urlopen(f"{server.url}/v2/domain/development/project/flytesnacks/runs/{name}",
+                                timeout=30) as page:
+        text = page.read().decode()
+    assert "hello.main" in text and "FAILED" in text and "has no flyte SDK" in text
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(f"{server.url}/v2/domain/development/project/flytesnacks/runs/nope", timeout=30)
+    assert caught.value.code == 404
     code, _ = _code(lambda: runs.create_run(run_service_pb2.CreateRunRequest(run_id=run_id(name), task_spec=spec)))
     assert code == Code.ALREADY_EXISTS
     actions = actions_service_connect.ActionsServiceClientSync(server.url)
@@ -112,3 +130,31 @@ def test_a_run_whose_image_has_no_flyte_sdk_fails_saying_so_and_takes_no_more_ch
     child.task.spec.CopyFrom(spec)
     code, message = _code(lambda: actions.enqueue(actions_service_pb2.EnqueueRequest(action=child)))
     assert code == Code.FAILED_PRECONDITION and "has ended" in message
+
+
+def test_lists_page_by_token_and_say_what_they_do_not_filter(server):
+    runs = run_service_connect.RunServiceClientSync(server.url)
+    project = identifier_pb2.ProjectIdentifier(name="flytesnacks", domain="development")
+    for name in ("listed1", "listed2"):
+        runs.create_run(run_service_pb2.CreateRunRequest(run_id=run_id(name), task_spec=_a0_spec()))
+        _failed(runs, name)
+    seen, token = [], ""
+    while True:  # newest first, one a page
+        page = runs.list_runs(run_service_pb2.ListRunsRequest(project_id=project,
+                                                              request=list_pb2.ListRequest(limit=1, token=token)))
+        seen += [run.action.id.run.name for run in page.runs]
+        token = page.token
+        if not token:
+            break
+    assert seen.index("listed2") < seen.index("listed1") and len(seen) == len(set(seen))
+    actions = runs.list_actions(run_service_pb2.ListActionsRequest(run_id=run_id("listed1"))).actions
+    assert [a.id.name for a in actions] == ["a0"] and actions[0].status.phase == 6
+    filtered = list_pb2.ListRequest(filters=[list_pb2.Filter(field="phase", values=["FAILED"])])
+    code, message = _code(lambda: runs.list_runs(run_service_pb2.ListRunsRequest(project_id=project,
+                                                                                request=filtered)))
+    assert code == Code.UNIMPLEMENTED and "does not filter yet (asked: phase)" in message
+    code, message = _code(lambda: runs.list_runs(run_service_pb2.ListRunsRequest(
+        project_id=project, request=list_pb2.ListRequest(token="x"))))
+    assert code == Code.INVALID_ARGUMENT and "token 'x'" in message
+    code, _ = _code(lambda: runs.list_actions(run_service_pb2.ListActionsRequest(run_id=run_id("nope"))))
+    assert code == Code.NOT_FOUND

@@ -26,4 +26,11 @@ def test_flyte_run_with_the_configuration_flytelite_writes(server, tmp_path):
                           cwd=WORKFLOWS, capture_output=True, text=True, timeout=300)
     found = RUN_URL.search(proc.stdout)
     assert found, f"flyte run failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-    wait_for(lambda: run_phase(server, found.group(1)) == SUCCEEDED, "the run to succeed", timeout=180)
+    name = found.group(1)
+    wait_for(lambda: run_phase(server, name) == SUCCEEDED, "the run to succeed", timeout=180)
+    listed = subprocess.run([flyte, "--config", str(config), "--output-format", "json", "get", "run"],
+                            cwd=WORKFLOWS, capture_output=True, text=True, timeout=120)
+    assert name in listed.stdout, f"{listed.stdout}\n{listed.stderr}"
+    actions = subprocess.run([flyte, "--config", str(config), "--output-format", "json", "get", "action", name],
+                             cwd=WORKFLOWS, capture_output=True, text=True, timeout=120)
+    assert "a0" in actions.stdout and "SUCCEEDED" in actions.stdout, f"{actions.stdout}\n{actions.stderr}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import urllib.request
+
 import pytest
 
 from tests.flyte2.conftest import FAILED, NO_SDK, SUCCEEDED, drive
@@ -37,3 +39,12 @@ def test_a_failed_run_carries_its_users_error(server):
 def test_a_child_is_retried_within_its_tasks_retries(server):
     remote = drive(server, "retried_child", {"x": 5})
     assert remote["phase"] == SUCCEEDED and remote["outputs"] == ["6"]  # x + the attempt that succeeded (1)
+
+
+def test_the_run_page_shows_the_action_tree(server):
+    remote = drive(server, "gather_squares", {"n": 3})
+    url = f"{server.url}/v2/domain/development/project/flytesnacks/runs/{remote['name']}"
+    with urllib.request.urlopen(url, timeout=30) as page:
+        text = page.read().decode()
+    assert text.count(">square <") == 3 and ">gather_squares <" in text
+    assert text.count(">SUCCEEDED<") == 5 and text.count(">Task log (local process)<") == 4  # the run's, each action's
