@@ -5,7 +5,8 @@
 #   localhost/flytelite-flytekit:VERSION  the default task image: flytekit, pyflyte-execute and flytelite's task
 #                                         helpers, working folder /root as flytekit's images have it
 # Both are one layer, the same root filesystem: Debian from mmdebstrap with a venv at /opt/flytelite installed
-# from wheels this machine builds with the project's venv. The same packages and wheels give the same digests.
+# from wheels this machine builds with the project's venv (the dependencies' first: that base is cached by their
+# wheels; then flytelite's own). The same packages and wheels give the same digests.
 #
 #   build.sh [--no-cache] [--fresh-rootfs] [--out DIR]
 #     --no-cache      build the wheels and the root filesystem again (and cache them)
@@ -13,8 +14,10 @@
 #                     reproducibility test compares the result with the cached one)
 #
 # What is slow is cached outside the clone, in ${FLYTELITE_IMAGE_CACHE:-~/.cache/flytelite-image}: the wheels
-# (keyed by pyproject.toml, README.md and flytelite/) and the root filesystem (keyed by everything it is made
-# of, but not Debian's archive: --no-cache picks up its security updates); only the latest of each is kept.
+# (keyed by pyproject.toml, README.md and flytelite/), the base root filesystem (keyed by everything it is made
+# of, the dependencies' wheels among it, but not Debian's archive: --no-cache picks up its security updates)
+# and the root filesystem with flytelite (keyed by the base and flytelite's wheel); only the latest of each is
+# kept. A change to flytelite alone rebuilds only the last.
 # FLYTELITE_IMAGE_MIRROR, when set, is mmdebstrap's MIRROR argument.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -81,20 +84,43 @@ if [ -n "$no_cache" ] || [ ! -d "$wheels" ]; then
     keep_only "$CACHE/wheels" "$wheels_key"
 fi
 
-rootfs_key=$({ echo "$SUITE $PACKAGES ${DPKG_OPTS[*]} ${FLYTELITE_IMAGE_MIRROR:-} $SOURCE_DATE_EPOCH $VERSION"
-               (cd "$wheels" && sha256sum ./*.whl); cat "$HERE/build.sh" "$HERE/customize.sh"; } |
-             sha256sum | cut -c1-16)
+own=$(cd "$wheels" && ls flytelite-"$VERSION"-*.whl)
+base_key=$({ echo "$SUITE $PACKAGES ${DPKG_OPTS[*]} ${FLYTELITE_IMAGE_MIRROR:-} $SOURCE_DATE_EPOCH"
+             (cd "$wheels" && sha256sum $(ls ./*.whl | grep -v "/$own\$")); cat "$HERE/build.sh" "$HERE/customize.sh"; } |
+           sha256sum | cut -c1-16)
+base=$CACHE/rootfs/base-$base_key.tar
+if [ -n "$no_cache$fresh_rootfs" ] || [ ! -f "$base" ]; then
+    echo "build.sh: building the base root filesystem (Debian $SUITE and the dependencies' venv)"
+    mkdir "$work/deps"
+    (cd "$wheels" && cp $(ls ./*.whl | grep -v "/$own\$") "$work/deps/")
+    FLYTELITE_WHEELHOUSE=$work/deps FLYTELITE_IMAGE_PYTHON=$SUITE_PYTHON \
+        mmdebstrap --quiet --variant=essential --include="$PACKAGES" "${DPKG_OPTS[@]}" \
+        --customize-hook="$HERE/customize.sh" "$SUITE" "$work/base.tar" ${FLYTELITE_IMAGE_MIRROR:+"$FLYTELITE_IMAGE_MIRROR"}
+    if [ -n "$fresh_rootfs" ]; then
+        base=$work/base.tar
+    else
+        mv "$work/base.tar" "$base"
+        keep_only "$CACHE/rootfs" "base-$base_key.tar"
+    fi
+fi
+
+rootfs_key=$({ echo "$base_key"; sha256sum "$wheels/$own" | cut -d' ' -f1; } | sha256sum | cut -c1-16)
 rootfs=$CACHE/rootfs/$rootfs_key.tar
 if [ -n "$no_cache$fresh_rootfs" ] || [ ! -f "$rootfs" ]; then
-    echo "build.sh: building the root filesystem (Debian $SUITE and the venv)"
-    FLYTELITE_WHEELHOUSE=$wheels FLYTELITE_IMAGE_PYTHON=$SUITE_PYTHON FLYTELITE_VERSION=$VERSION \
-        mmdebstrap --quiet --variant=essential --include="$PACKAGES" "${DPKG_OPTS[@]}" \
-        --customize-hook="$HERE/customize.sh" "$SUITE" "$work/rootfs.tar" ${FLYTELITE_IMAGE_MIRROR:+"$FLYTELITE_IMAGE_MIRROR"}
+    echo "build.sh: adding flytelite to the base root filesystem"
+    mkdir "$work/root" "$work/own"
+    tar -xpf "$base" --numeric-owner --xattrs --xattrs-include='*' -C "$work/root"
+    cp "$wheels/$own" "$work/own/"
+    FLYTELITE_WHEELHOUSE=$work/own FLYTELITE_IMAGE_PYTHON=$SUITE_PYTHON "$HERE/customize.sh" "$work/root"
+    # In name order, owners by number: the same files give the same tar whatever machine unpacked them.
+    tar -cf "$work/rootfs.tar" --sort=name --numeric-owner --xattrs --xattrs-include='*' \
+        --pax-option=delete=atime,delete=ctime -C "$work/root" .
+    rm -rf "$work/root"
     if [ -n "$fresh_rootfs" ]; then
         rootfs=$work/rootfs.tar
     else
         mv "$work/rootfs.tar" "$rootfs"
-        keep_only "$CACHE/rootfs" "$rootfs_key.tar"
+        find "$CACHE/rootfs" -mindepth 1 -maxdepth 1 ! -name "base-$base_key.tar" ! -name "$rootfs_key.tar" -delete
     fi
 fi
 

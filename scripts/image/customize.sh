@@ -1,7 +1,8 @@
 #!/bin/sh
-# mmdebstrap's --customize-hook for build.sh, run with the root filesystem's folder as $1: installs flytelite
-# and its dependencies into a venv at /opt/flytelite from the wheels in $FLYTELITE_WHEELHOUSE (no index), then
-# removes what would differ between the machines that build it.
+# mmdebstrap's --customize-hook for build.sh, run with the root filesystem's folder as $1: installs every wheel
+# in $FLYTELITE_WHEELHOUSE (no index, no dependencies looked up) into a venv at /opt/flytelite, made if missing,
+# then removes what would differ between the machines that build it. build.sh runs it twice: in mmdebstrap with
+# the dependencies' wheels (the base, cached by those wheels), then on the base unpacked with flytelite's own.
 set -eu
 ROOTFS=$1
 
@@ -19,9 +20,9 @@ if [ "$found" != "$FLYTELITE_IMAGE_PYTHON" ]; then
 fi
 
 cp -r "$FLYTELITE_WHEELHOUSE" "$ROOTFS/tmp/wheelhouse"
-in_chroot python3 -m venv /opt/flytelite
-in_chroot /opt/flytelite/bin/pip install --quiet --no-index --find-links /tmp/wheelhouse --no-cache-dir \
-    --disable-pip-version-check --root-user-action=ignore "flytelite==$FLYTELITE_VERSION"
+[ -x "$ROOTFS/opt/flytelite/bin/python" ] || in_chroot python3 -m venv /opt/flytelite
+in_chroot sh -c 'exec /opt/flytelite/bin/pip install --quiet --no-index --no-deps --no-cache-dir \
+    --disable-pip-version-check --root-user-action=ignore /tmp/wheelhouse/*.whl'
 rm -rf "$ROOTFS/tmp/wheelhouse"
 
 # The build machine's name, resolver and apt mirror: a container gets the first two from its runtime, and
