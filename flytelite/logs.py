@@ -3,7 +3,7 @@ was logged for.
 
 The engine sets those in context variables while it evaluates an execution's round and each of its nodes
 (`current`); a filter copies them onto every record, which the JSON format writes as fields and the text
-format appends in brackets.
+format appends in brackets. And where a task attempt's log file is (resolve_log), for those who serve it.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from pathlib import Path
 
 from flytelite.config import LoggingConfig
 
@@ -78,3 +79,16 @@ def configure(config: LoggingConfig, level: str | None = None) -> None:
     logging.getLogger("alembic").setLevel(logging.WARNING)
     for name, name_level in config.levels.items():
         logging.getLogger(name).setLevel(name_level.upper())
+
+
+def resolve_log(logs_dir: Path, relative: str) -> Path | None:
+    """The log file `relative` names under `logs_dir`, or None if it is missing, lies outside, or cannot
+    name a file at all (a NUL byte, a name longer than the file system allows)."""
+    root = logs_dir.resolve()
+    try:
+        target = (root / relative).resolve()
+        if not target.is_relative_to(root) or target == root or not target.is_file():
+            return None
+    except (ValueError, OSError):
+        return None
+    return target

@@ -1,23 +1,33 @@
 """Flyte 2's data proxy: uploads of code bundles (a signed PUT, as for Flyte 1's DataProxyService, whose
-message flyteidl2's repeats field for field), a run's inputs, and an action's inputs and outputs. ClusterService
-has one cluster to offer: this server (an empty endpoint tells the SDK to use the one it calls)."""
+message flyteidl2's repeats field for field), a run's inputs, an action's inputs and outputs, and the log of an
+action's attempt, followed while the attempt runs. ClusterService has one cluster to offer: this server (an
+empty endpoint tells the SDK to use the one it calls)."""
 
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 from connectrpc.request import RequestContext
 from flyteidl.service import dataproxy_pb2 as v1
 from flyteidl2.cluster import payload_pb2 as cluster_pb2
 from flyteidl2.common import run_pb2 as common_run_pb2
 from flyteidl2.dataproxy import dataproxy_service_pb2 as pb
+from flyteidl2.logs.dataplane import payload_pb2 as logs_pb2
 from flyteidl2.task import common_pb2
 from starlette.concurrency import run_in_threadpool
 
 from flytelite.admin.entity_common import validate_project_domain
 from flytelite.context import Context, ExecutionKey
-from flytelite.errors import InvalidArgument
+from flytelite.errors import InvalidArgument, NotFound
+from flytelite.logs import resolve_log
 from flytelite.runs import store
+from flytelite.store.models import Action
+
+# Lines of a log sent in one TailLogsResponse.
+LINES_PER_MESSAGE = 500
 
 
 class ClusterService:
@@ -76,3 +86,52 @@ class DataProxyService:
             if outputs is not None:
                 found.outputs.CopyFrom(outputs)
         return found
+
+    async def tail_logs(self, request: pb.TailLogsRequest, ctx: RequestContext) -> AsyncIterator[pb.TailLogsResponse]:
+        """The attempt's log (the latest attempt's when none is asked), then what it adds until the attempt ends."""
+        aid = request.action_id
+        key = ExecutionKey(aid.run.project, aid.run.domain, aid.run.name)
+        row = await run_in_threadpool(store.get, self.ctx, key, aid.name)
+        attempt = request.attempt or row.attempts
+        path = self._log_file(row, attempt)
+        if path is None:
+            raise NotFound(f"action {aid.name} of run {key[2]} has no log for attempt {attempt} (yet)")
+        offset, pending = 0, b""
+        async with self.ctx.run_updates.watching(key) as watch:
+            while True:
+                row = await run_in_threadpool(store.get, self.ctx, key, aid.name)
+                running = not row.done and row.attempts == attempt
+                data = await run_in_threadpool(_read_from, path, offset)
+                offset += len(data)
+                text = pending + data
+                if running:  # a line still being written waits for its end
+                    complete, _, pending = text.rpartition(b"\n")
+                    lines = complete.split(b"\n") if complete else []
+                else:
+                    lines, pending = text.splitlines(), b""
+                for start in range(0, len(lines), LINES_PER_MESSAGE):
+                    batch = [logs_pb2.LogLine(message=line.decode(errors="replace"),
+                                              originator=logs_pb2.LogLineOriginator.USER)
+                             for line in lines[start:start + LINES_PER_MESSAGE]]
+                    yield pb.TailLogsResponse(logs=[pb.TailLogsResponse.Logs(lines=batch)])
+                if not running or not await watch.changed():
+                    return
+
+    def _log_file(self, row: Action, attempt: int) -> Path | None:
+        """The log file of an attempt of the action, from the links the engine recorded for it."""
+        state = json.loads(row.state_json or "{}")
+        links = next((r.get("logs", []) for r in state.get("ended", []) if r.get("attempt") == attempt), None)
+        if links is None and row.attempts == attempt:
+            links = state.get("logs", [])
+        marker = "/logs/"
+        for link in links or []:
+            uri = link.get("uri", "")
+            if marker in uri:
+                return resolve_log(self.ctx.config.logs_dir, uri.split(marker, 1)[1])
+        return None
+
+
+def _read_from(path: Path, offset: int) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read()

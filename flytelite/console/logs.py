@@ -17,23 +17,11 @@ from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, R
 from flytelite.config import DEFAULT_DOMAINS
 from flytelite.context import Context
 from flytelite.errors import client_message
+from flytelite.logs import resolve_log
 
 # The follow view shows the end of a log; the whole file is one click away.
 FOLLOW_TAIL_BYTES = 256 * 1024
 OFFSET_CHUNK_BYTES = 256 * 1024
-
-
-def resolve_log(logs_dir: Path, relative: str) -> Path | None:
-    """The log file `relative` names under `logs_dir`, or None if it is missing, lies outside, or cannot
-    name a file at all (a NUL byte, a name longer than the file system allows)."""
-    root = logs_dir.resolve()
-    try:
-        target = (root / relative).resolve()
-        if not target.is_relative_to(root) or target == root or not target.is_file():
-            return None
-    except (ValueError, OSError):
-        return None
-    return target
 
 
 def log_owners(relative: str) -> list[tuple[str, str]]:

@@ -124,6 +124,11 @@ def test_a_run_whose_image_has_no_flyte_sdk_fails_saying_so_and_takes_no_more_ch
     assert caught.value.code == 404
     code, _ = _code(lambda: runs.create_run(run_service_pb2.CreateRunRequest(run_id=run_id(name), task_spec=spec)))
     assert code == Code.ALREADY_EXISTS
+    # It never started a process: no log to tail.
+    proxy = dataproxy_service_connect.DataProxyServiceClientSync(server.url)
+    code, message = _code(lambda: list(proxy.tail_logs(dataproxy_service_pb2.TailLogsRequest(
+        action_id=identifier_pb2.ActionIdentifier(run=run_id(name), name="a0")))))
+    assert code == Code.NOT_FOUND and "has no log for attempt 1" in message
     actions = actions_service_connect.ActionsServiceClientSync(server.url)
     child = actions_service_pb2.Action(action_id=identifier_pb2.ActionIdentifier(run=run_id(name), name="c1"),
                                        parent_action_name="a0")

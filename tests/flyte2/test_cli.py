@@ -34,3 +34,6 @@ def test_flyte_run_with_the_configuration_flytelite_writes(server, tmp_path):
     actions = subprocess.run([flyte, "--config", str(config), "--output-format", "json", "get", "action", name],
                              cwd=WORKFLOWS, capture_output=True, text=True, timeout=120)
     assert "a0" in actions.stdout and "SUCCEEDED" in actions.stdout, f"{actions.stdout}\n{actions.stderr}"
+    logs = subprocess.run([flyte, "--config", str(config), "get", "logs", name],
+                          cwd=WORKFLOWS, capture_output=True, text=True, timeout=120)
+    assert "Flyte runtime started for action a0" in logs.stdout, f"{logs.stdout}\n{logs.stderr}"
