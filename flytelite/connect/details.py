@@ -32,8 +32,9 @@ def action(row: Action, org: str = "") -> run_definition_pb2.Action:
     return run_definition_pb2.Action(id=action_id(row, org), metadata=metadata(row), status=status(row))
 
 
-def metadata(row: Action) -> run_definition_pb2.ActionMetadata:
-    spec = store.spec(row)
+def metadata(row: Action, spec: run_definition_pb2.ActionSpec | None = None) -> run_definition_pb2.ActionMetadata:
+    """The action's metadata (`spec`: its spec, when the caller has read it)."""
+    spec = spec or store.spec(row)
     found = run_definition_pb2.ActionMetadata(parent=row.parent, group=spec.group)
     if row.kind == "task":
         template = spec.task.spec.task_template
@@ -69,7 +70,8 @@ def error_info(row: Action) -> run_definition_pb2.ErrorInfo | None:
 
 def details(row: Action, org: str = "") -> run_definition_pb2.ActionDetails:
     spec = store.spec(row)
-    found = run_definition_pb2.ActionDetails(id=action_id(row, org), metadata=metadata(row), status=status(row))
+    found = run_definition_pb2.ActionDetails(id=action_id(row, org), metadata=metadata(row, spec),
+                                             status=status(row))
     error = error_info(row)
     if row.phase == Phase.ACTION_PHASE_ABORTED:
         found.abort_info.reason = error.message if error is not None else (row.abort_reason or "")

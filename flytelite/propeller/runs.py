@@ -56,8 +56,8 @@ class RunExecutor:
         """`persist(key, status, done, session)` writes the run's FlyteWorkflow row with the lease's fence (raising
         LeaseLost when another replica holds it); `may_launch(key)` says whether a process may start now."""
         self.ctx, self.plugins, self.wake, self.may_launch, self.persist = ctx, plugins, wake, may_launch, persist
-        # Actions' templates, read once per action (they never change).
-        self._templates: dict[tuple[str, str, str, str], tasks_pb2.TaskTemplate] = {}
+        # Unfinished actions' specs and templates, read once per action (they never change).
+        self._specs: dict[tuple[str, str, str, str], tuple[run_definition_pb2.ActionSpec, tasks_pb2.TaskTemplate]] = {}
 
     def handle(self, key: ExecutionKey, spec_json: str, abort_cause: str | None) -> RunRound:
         spec = ExecutionSpec.from_json(spec_json)
@@ -84,7 +84,7 @@ class RunExecutor:
                 changed.append(action)
                 after = 0.0 if not action.done else after
             if action.done:
-                self._templates.pop((key[0], key[1], key[2], action.name), None)
+                self._specs.pop((key[0], key[1], key[2], action.name), None)
             if after is not None:
                 soonest = after if soonest is None else min(soonest, after)
         with self.ctx.db.session() as session:
@@ -196,13 +196,17 @@ class RunExecutor:
         state.pop("logs", None)
 
     # -- what an attempt is given ---------------------------------------------------------------------------
-    def _template(self, key: ExecutionKey, action: Action) -> tasks_pb2.TaskTemplate:
-        cached = self._templates.get((key[0], key[1], key[2], action.name))
+    def _spec(self, key: ExecutionKey, action: Action) -> tuple[run_definition_pb2.ActionSpec, tasks_pb2.TaskTemplate]:
+        """The action's spec, and its task's template read as flyteidl's."""
+        cached = self._specs.get((key[0], key[1], key[2], action.name))
         if cached is None:
-            spec = run_definition_pb2.ActionSpec.FromString(action.spec_pb)
-            cached = tasks_pb2.TaskTemplate.FromString(spec.task.spec.task_template.SerializeToString())
-            self._templates[(key[0], key[1], key[2], action.name)] = cached
+            spec = store.spec(action)
+            cached = spec, tasks_pb2.TaskTemplate.FromString(spec.task.spec.task_template.SerializeToString())
+            self._specs[(key[0], key[1], key[2], action.name)] = cached
         return cached
+
+    def _template(self, key: ExecutionKey, action: Action) -> tasks_pb2.TaskTemplate:
+        return self._spec(key, action)[1]
 
     def _plugin(self, task: tasks_pb2.TaskTemplate, key: ExecutionKey) -> Plugin:
         if task.type != PYTHON_TASK:
@@ -212,7 +216,7 @@ class RunExecutor:
 
     def _context(self, key: ExecutionKey, spec: ExecutionSpec, action: Action, state: dict,
                  task: tasks_pb2.TaskTemplate) -> TaskExecutionContext:
-        action_spec = run_definition_pb2.ActionSpec.FromString(action.spec_pb)
+        action_spec = self._spec(key, action)[0]
         attempt = max(action.attempts, 1)
         run_start = action_spec.run_spec.run_start_time
         return TaskExecutionContext(
