@@ -6,9 +6,14 @@ Flyte 2 has no workflow graph: a run is its root action `a0`, whose process enqu
 Flyte 1 execution; a round reads only the run's unfinished actions (runs/store.py) and writes the ones that
 changed, with the lease's fence, in one transaction. An action's attempt is a plugin attempt: its template is
 flyteidl2's TaskTemplate, which is flyteidl's with fields added, read as flyteidl's. A failed attempt is retried
-within the task's retries (a user error) or the engine's system retries (a system error), each attempt writing
-under `<run base>/<action>/<attempt>`. An aborted action, or one whose parent ended (a parent's process that
+within the task's retries (a user error, after the task's backoff) or the engine's system retries (a system
+error), each attempt writing under `<run base>/<action>/<attempt>`. An aborted action, or one whose parent ended (a parent's process that
 ended cannot wait for it), is aborted with its attempt.
+
+A task's time bounds (flyte.Timeout) are kept here: `max_runtime` (metadata.timeout) bounds each attempt from its
+first RUNNING, `queued_timeout` each attempt until then, both retried within the task's retries; `deadline` bounds
+the action from its enqueueing across attempts and is final. A bound that passes stops the attempt, and the action
+that ends on it is TIMED_OUT with the bound's code, from which the SDK raises its TaskTimeoutError.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from flyteidl.core import identifier_pb2, tasks_pb2
 from flyteidl2.workflow import run_definition_pb2
@@ -29,8 +34,10 @@ from flytelite.idl.enums import as_enum
 from flytelite.idl.error_kinds import SYSTEM, USER, ErrorInfo
 from flytelite.plugins.machinery.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
 from flytelite.plugins.registry import PluginNotFound, PluginRegistry
+from flytelite.propeller.status import iso, parse_iso
 from flytelite.runs import store
 from flytelite.runs.store import Phase
+from flytelite.store.executions import as_utc
 from flytelite.store.flyteworkflow import ExecutionSpec
 from flytelite.store.models import Action
 
@@ -40,6 +47,16 @@ _PHASES = {PluginPhase.QUEUED: Phase.ACTION_PHASE_QUEUED, PluginPhase.INITIALIZI
            PluginPhase.RUNNING: Phase.ACTION_PHASE_RUNNING, PluginPhase.SUCCESS: Phase.ACTION_PHASE_SUCCEEDED}
 # Flyte 2's task type of the `flyte` SDK's Python tasks.
 PYTHON_TASK = "python"
+
+
+@dataclass
+class Bound:
+    """A time bound an attempt is under: when it passes, the error it ends the attempt with, and whether that is
+    final (no retry)."""
+    at: datetime
+    code: str
+    message: str
+    final: bool
 
 
 @dataclass
@@ -135,7 +152,11 @@ class RunExecutor:
         if action.attempts == 0:
             action.attempts = 1
         tctx = self._context(key, spec, action, state, task)
-        info = plugin.handle(tctx)
+        backoff = parse_iso(state.get("queued_at"))
+        if backoff is not None and backoff > now:
+            info = PluginPhaseInfo(PluginPhase.QUEUED, poll_after=(backoff - now).total_seconds())
+        else:
+            info = plugin.handle(tctx)
         state["logs"] = [{"uri": log.uri, "name": log.name} for log in info.logs] or state.get("logs", [])
         if info.phase in (PluginPhase.RUNNING, PluginPhase.SUCCESS) and action.started_at is None:
             action.started_at = now
@@ -146,28 +167,73 @@ class RunExecutor:
             return None
         if info.phase.terminal:
             return self._failed(tctx, plugin, action, state, info, task, now)
+        running = info.phase == PluginPhase.RUNNING
+        if running:
+            state.setdefault("running_at", iso(now))
+        bounds = self._bounds(key, action, state, running)
+        passed = sorted((b for b in bounds if b.at <= now), key=lambda b: not b.final)
+        if passed:
+            bound = passed[0]
+            plugin.abort(tctx)
+            timed_out = PluginPhaseInfo.failure(bound.code, bound.message, kind=USER, retryable=not bound.final)
+            return self._failed(tctx, plugin, action, state, timed_out, task, now, timed_out=True)
         action.phase = _PHASES[info.phase]
-        if info.phase == PluginPhase.RUNNING:
+        if running:
             plugin.waits_on_others(tctx, waiting)
-        if info.requeue_now:
-            return 0.0
-        return info.poll_after
+        after = 0.0 if info.requeue_now else info.poll_after
+        for bound in bounds:
+            left = (bound.at - now).total_seconds()
+            after = left if after is None else min(after, left)
+        return after
+
+    def _backoff(self, key: ExecutionKey, action: Action, state: dict) -> timedelta:
+        """How long the next user retry waits (flyte.Backoff: the n-th retry, from 0, after min(base * factor**n,
+        cap))."""
+        backoff = self._spec(key, action)[0].task.spec.task_template.metadata.retries.backoff
+        seconds = backoff.base.ToTimedelta().total_seconds() * max(backoff.factor, 1.0) ** (state["user_failures"] - 1)
+        if backoff.HasField("cap"):
+            seconds = min(seconds, backoff.cap.ToTimedelta().total_seconds())
+        return timedelta(seconds=seconds)
+
+    def _bounds(self, key: ExecutionKey, action: Action, state: dict, running: bool) -> list[Bound]:
+        """The time bounds of the action's current attempt (see the module's docstring)."""
+        created = as_utc(action.created_at)
+        metadata = self._spec(key, action)[0].task.spec.task_template.metadata
+        bounds = []
+        if metadata.timeouts.HasField("deadline"):
+            limit = metadata.timeouts.deadline.ToTimedelta()
+            bounds.append(Bound(created + limit, "DEADLINE_EXCEEDED",
+                                f"action {action.name} did not end within its deadline of {_span(limit)}", True))
+        if running and metadata.HasField("timeout") and metadata.timeout.ToTimedelta():
+            limit = metadata.timeout.ToTimedelta()
+            bounds.append(Bound((parse_iso(state.get("running_at")) or created) + limit, "MAX_RUNTIME_EXCEEDED",
+                                f"attempt {action.attempts} of action {action.name} ran longer than its max_runtime "
+                                f"of {_span(limit)}", False))
+        if not running and metadata.timeouts.HasField("queued_timeout"):
+            limit = metadata.timeouts.queued_timeout.ToTimedelta()
+            bounds.append(Bound((parse_iso(state.get("queued_at")) or created) + limit, "QUEUED_TIMEOUT_EXCEEDED",
+                                f"attempt {action.attempts} of action {action.name} waited longer than its "
+                                f"max_queued_time of {_span(limit)} to start", False))
+        return bounds
 
     def _failed(self, tctx: TaskExecutionContext, plugin: Plugin, action: Action, state: dict, info: PluginPhaseInfo,
-                task: tasks_pb2.TaskTemplate, now: datetime) -> float | None:
+                task: tasks_pb2.TaskTemplate, now: datetime, timed_out: bool = False) -> float | None:
         error = info.error or ErrorInfo(E.TASK_FAILED_WITH_ERROR, info.reason, USER)
         plugin.finalize(tctx)
         counter = "system_failures" if error.kind == SYSTEM else "user_failures"
         state[counter] = state.get(counter, 0) + 1
         budget = (self.ctx.config.engine.max_system_retries if error.kind == SYSTEM
                   else task.metadata.retries.retries)
+        phase = Phase.ACTION_PHASE_TIMED_OUT if timed_out else Phase.ACTION_PHASE_FAILED
         if info.phase == PluginPhase.RETRYABLE_FAILURE and state[counter] <= budget:
-            state.setdefault("ended", []).append(_attempt_record(action, state, Phase.ACTION_PHASE_FAILED, error, now))
+            state.setdefault("ended", []).append(_attempt_record(action, state, phase, error, now))
             action.attempts += 1
-            state["plugin"], state["logs"] = {}, []
+            delay = self._backoff(tctx.key, action, state) if error.kind == USER else timedelta(0)
+            state["plugin"], state["logs"], state["queued_at"] = {}, [], iso(now + delay)
+            state.pop("running_at", None)
             action.phase = Phase.ACTION_PHASE_QUEUED
             return 0.0
-        self._end(action, state, Phase.ACTION_PHASE_FAILED, now, error)
+        self._end(action, state, phase, now, error)
         return None
 
     def _abort(self, key: ExecutionKey, spec: ExecutionSpec, action: Action, state: dict, reason: str,
@@ -192,8 +258,8 @@ class RunExecutor:
                 kind=as_enum(run_definition_pb2.ErrorInfo.Kind, error.kind)).SerializeToString()
         if action.attempts:
             state.setdefault("ended", []).append(_attempt_record(action, state, phase, error, now))
-        state.pop("plugin", None)
-        state.pop("logs", None)
+        for transient in ("plugin", "logs", "queued_at", "running_at"):
+            state.pop(transient, None)
 
     # -- what an attempt is given ---------------------------------------------------------------------------
     def _spec(self, key: ExecutionKey, action: Action) -> tuple[run_definition_pb2.ActionSpec, tasks_pb2.TaskTemplate]:
@@ -228,6 +294,11 @@ class RunExecutor:
             template_vars={"runName": key[2], "actionName": action.name,
                            "runStartTime": run_start.ToJsonString() if run_start.seconds else ""},
         )
+
+
+def _span(limit: timedelta) -> str:
+    seconds = limit.total_seconds()
+    return f"{seconds:g}s" if seconds < 120 else str(limit)
 
 
 def _attempt_record(action: Action, state: dict, phase: int, error: ErrorInfo | None, now: datetime) -> dict:

@@ -21,7 +21,7 @@ DRIVER = HERE.parent.parent / "scripts" / "flyte2_run.py"
 WORKFLOWS = HERE / "workflows"
 NO_SDK = pytest.mark.skipif(not PYTHON, reason="FLYTELITE_FLYTE2_PYTHON is not set: `make test-flyte2` builds the "
                                                "flyte SDK's venv and runs these tests with it")
-SUCCEEDED, FAILED, ABORTED = 5, 6, 7
+SUCCEEDED, FAILED, ABORTED, TIMED_OUT = 5, 6, 7, 8
 
 
 def flyte2_config() -> str:
