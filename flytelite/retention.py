@@ -31,7 +31,7 @@ from flytelite.config import parse_duration
 from flytelite.context import Context, ExecutionKey
 from flytelite.idl.phases import WORKFLOW_TERMINAL
 from flytelite.plugins.machinery.core import attempt_raw_prefix
-from flytelite.store.executions import as_utc
+from flytelite.store.db import as_utc
 from flytelite.store.models import (
     AuditEvent,
     CatalogArtifact,

@@ -16,6 +16,7 @@ from sqlalchemy import Connection, DateTime, Table, bindparam, insert, select, u
 from sqlalchemy.orm import Session
 
 from flytelite.store import executions as repo
+from flytelite.store.db import as_utc
 from flytelite.store.models import Execution, NodeExecution, TaskExecution
 
 # Node ids per IN (...) clause (well under SQLite's limit on bound parameters).
@@ -121,7 +122,7 @@ class EventRows:
     def _read(self, table: Table, row) -> Record:
         values = row._asdict()
         for column in _TIMES[table]:
-            values[column] = repo.as_utc(values[column])
+            values[column] = as_utc(values[column])
         record = Record(**values)
         self._tracked.append(_Tracked(table, record, values))
         return record

@@ -11,8 +11,7 @@ from datetime import timedelta
 from sqlalchemy import delete
 
 from flytelite.idl.times import Clock
-from flytelite.store.db import Database
-from flytelite.store.executions import as_utc
+from flytelite.store.db import Database, as_utc
 from flytelite.store.models import DeviceGrant
 
 # RFC 8628 6.1: letters people do not misread, no vowels (no words); 8 of them, shown as XXXX-XXXX.

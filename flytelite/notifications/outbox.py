@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from flytelite.config import NotificationsConfig
 from flytelite.context import Context
-from flytelite.store.executions import as_utc
+from flytelite.store.db import as_utc
 from flytelite.store.models import NotificationOutbox
 from flytelite.store.statements import changed_rows
 

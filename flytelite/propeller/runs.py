@@ -37,7 +37,6 @@ from flytelite.plugins.registry import PluginNotFound, PluginRegistry
 from flytelite.propeller.status import iso, parse_iso
 from flytelite.runs import store
 from flytelite.runs.store import Phase
-from flytelite.store.executions import as_utc
 from flytelite.store.flyteworkflow import ExecutionSpec
 from flytelite.store.models import Action
 
@@ -197,7 +196,7 @@ class RunExecutor:
 
     def _bounds(self, key: ExecutionKey, action: Action, state: dict, running: bool) -> list[Bound]:
         """The time bounds of the action's current attempt (see the module's docstring)."""
-        created = as_utc(action.created_at)
+        created = store.created_at(action)
         metadata = self._spec(key, action)[0].task.spec.task_template.metadata
         bounds = []
         if metadata.timeouts.HasField("deadline"):

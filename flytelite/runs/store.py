@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from flytelite.context import Context, ExecutionKey
 from flytelite.errors import AlreadyExists, FailedPrecondition, NotFound
+from flytelite.store.db import as_utc
 from flytelite.store.flyteworkflow import ExecutionSpec
 from flytelite.store.models import Action, FlyteWorkflow
 
@@ -41,6 +42,11 @@ def action_kind(spec: run_definition_pb2.ActionSpec) -> str:
 
 def spec(row: Action) -> run_definition_pb2.ActionSpec:
     return run_definition_pb2.ActionSpec.FromString(row.spec_pb)
+
+
+def created_at(row: Action) -> datetime:
+    """When the action was enqueued, in UTC."""
+    return as_utc(row.created_at)
 
 
 def new_action(key: ExecutionKey, spec: run_definition_pb2.ActionSpec, now: datetime, phase: int = Phase.ACTION_PHASE_QUEUED,

@@ -13,8 +13,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from sqlalchemy import Connection, create_engine, event
 from sqlalchemy.exc import DataError
@@ -248,3 +249,18 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     # LIKE (the `contains` filter) matches case as PostgreSQL's does, and as FlyteAdmin's on PostgreSQL.
     cursor.execute("PRAGMA case_sensitive_like=ON")
     cursor.close()
+
+
+@overload
+def as_utc(dt: datetime) -> datetime: ...
+@overload
+def as_utc(dt: None) -> None: ...
+@overload
+def as_utc(dt: datetime | None) -> datetime | None: ...
+
+
+def as_utc(dt: datetime | None) -> datetime | None:
+    """SQLite hands datetimes back without their zone; every stored time is UTC."""
+    if dt is None or dt.tzinfo is not None:
+        return dt
+    return dt.replace(tzinfo=timezone.utc)

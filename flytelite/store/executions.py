@@ -6,9 +6,6 @@ NotFound with the identifier a user would recognise when the row is missing.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import overload
-
 from flyteidl.core import identifier_pb2 as idpb
 from sqlalchemy import bindparam, false, func, select, update
 from sqlalchemy.orm import Session
@@ -16,22 +13,6 @@ from sqlalchemy.orm import Session
 from flytelite.errors import NotFound
 from flytelite.idl.phases import WORKFLOW_TERMINAL
 from flytelite.store.models import Execution, NodeExecution, TaskExecution
-
-
-@overload
-def as_utc(dt: datetime) -> datetime: ...
-@overload
-def as_utc(dt: None) -> None: ...
-@overload
-def as_utc(dt: datetime | None) -> datetime | None: ...
-
-
-def as_utc(dt: datetime | None) -> datetime | None:
-    """SQLite hands datetimes back without their zone; every stored time is UTC."""
-    if dt is None or dt.tzinfo is not None:
-        return dt
-    return dt.replace(tzinfo=timezone.utc)
-
 
 # SQLite has no row locks and pysqlite begins a transaction only at the first write: a write that touches no
 # row takes the database's write lock. Built once, on the table (no ORM objects to synchronize).
