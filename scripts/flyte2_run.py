@@ -1,10 +1,11 @@
 """Runs one task of a workflow file with the `flyte` SDK, as a user's script does, and prints what came of it
 as JSON on its last line. Run by tests/flyte2 and benchmarks/flyte2.py with the SDK's own interpreter:
 
-    flyte2_run.py <endpoint> <file> <task> <inputs as JSON> local|remote|start
+    flyte2_run.py <endpoint> <file> <task> <inputs as JSON> local|remote|report|start
 
-`local` runs the task in this process (the SDK's local mode), `remote` on the server and waits for it, `start`
-on the server without waiting (the run's name is printed)."""
+`local` runs the task in this process (the SDK's local mode), `remote` on the server and waits for it (`report`
+too, and prints its report, read with Run.get_report), `start` on the server without waiting (the run's name is
+printed)."""
 
 import importlib.util
 import json
@@ -44,6 +45,8 @@ def main() -> None:
         result["error"] = {"code": error.code, "message": error.message, "kind": error.kind}
     if phase == 5:  # SUCCEEDED
         result["outputs"] = _outputs(run.outputs())
+    if mode == "report":
+        result["report"] = run.get_report()
     print(json.dumps(result))
 
 

@@ -199,6 +199,11 @@ class DataProxyService(dataproxy_pb2_grpc.DataProxyServiceServicer):
                            "has no deck (enable_deck=True on the task makes one)")
         return closure.deck_uri
 
+    def download_link(self, native_url: str, request, rpc: str) -> tuple[str, timestamp_pb2.Timestamp]:
+        """A signed URL to read `native_url` and when it expires, for as long as `request.expires_in` asks
+        (`rpc` names the call in errors); Flyte 2's data proxy signs through it."""
+        return self._download(native_url, self._lifetime(request, rpc))
+
     def _download(self, native_url: str, seconds: int) -> tuple[str, timestamp_pb2.Timestamp]:
         if not native_url:
             raise InvalidArgument("native_url is empty: pass the blob path to download")

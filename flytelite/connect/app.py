@@ -49,17 +49,20 @@ def service_applications() -> tuple[Any, ...]:
     return tuple(found)
 
 
-def routes(ctx: Context, v1_dataproxy: object) -> list[Mount]:
-    """The routes of Flyte 2's API over `ctx` (`v1_dataproxy`: Flyte 1's DataProxyService servicer, whose uploads
-    Flyte 2's are)."""
+def routes(ctx: Context, v1_servicers: Mapping[str, object]) -> list[Mount]:
+    """The routes of Flyte 2's API over `ctx` (`v1_servicers`: Flyte 1's gRPC servicers by service name, whose
+    uploads, projects and identities Flyte 2's are)."""
     from flytelite.connect.dataproxy import ClusterService, DataProxyService
+    from flytelite.connect.projects import IdentityService, ProjectService
     from flytelite.connect.runs import ActionsService, RunService
 
     implementations = {
         "flyteidl2.cluster.ClusterService": ClusterService(),
-        "flyteidl2.dataproxy.DataProxyService": DataProxyService(ctx, v1_dataproxy),
+        "flyteidl2.dataproxy.DataProxyService": DataProxyService(ctx, v1_servicers["DataProxyService"]),
         "flyteidl2.workflow.RunService": RunService(ctx),
         "flyteidl2.actions.ActionsService": ActionsService(ctx),
+        "flyteidl2.project.ProjectService": ProjectService(v1_servicers["AdminService"]),
+        "flyteidl2.auth.IdentityService": IdentityService(v1_servicers["IdentityService"]),
     }
     refuse = ("flytelite serves Flyte 2's API with authentication off only, for now; this server has it on"
               if ctx.auth is not None else "")

@@ -1,6 +1,6 @@
 """Flyte 2's data proxy: uploads of code bundles (a signed PUT, as for Flyte 1's DataProxyService, whose
-message flyteidl2's repeats field for field), a run's inputs, an action's inputs and outputs, and the log of an
-action's attempt, followed while the attempt runs. ClusterService has one cluster to offer: this server (an
+message flyteidl2's repeats field for field), a run's inputs, an action's inputs and outputs, signed links to an
+attempt's report and code bundle, and the log of an action's attempt, followed while the attempt runs. ClusterService has one cluster to offer: this server (an
 empty endpoint tells the SDK to use the one it calls)."""
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from starlette.concurrency import run_in_threadpool
 
 from flytelite.admin.entity_common import validate_project_domain
 from flytelite.context import Context, ExecutionKey
-from flytelite.errors import InvalidArgument, NotFound
+from flytelite.errors import InvalidArgument, NotFound, Unimplemented
+from flytelite.idl.enums import enum_name
 from flytelite.logs import resolve_log
 from flytelite.runs import store
 from flytelite.store.models import Action
@@ -86,6 +87,38 @@ class DataProxyService:
             if outputs is not None:
                 found.outputs.CopyFrom(outputs)
         return found
+
+    async def create_download_link(self, request: pb.CreateDownloadLinkRequest,
+                                   ctx: RequestContext) -> pb.CreateDownloadLinkResponse:
+        return await run_in_threadpool(self._download_link, request)
+
+    def _download_link(self, request: pb.CreateDownloadLinkRequest) -> pb.CreateDownloadLinkResponse:
+        source = request.WhichOneof("source")
+        if source != "action_attempt_id":
+            raise Unimplemented(f"links to the artifacts of a {source or 'missing source'} are not served; name an "
+                                "action's attempt (action_attempt_id)")
+        attempt = request.action_attempt_id
+        aid = attempt.action_id
+        key = ExecutionKey(aid.run.project, aid.run.domain, aid.run.name)
+        row = store.get(self.ctx, key, aid.name)
+        if not 1 <= attempt.attempt <= max(row.attempts, 1):
+            raise InvalidArgument(f"action {aid.name} of run {key[2]} has attempts 1 to {row.attempts}, not "
+                                  f"{attempt.attempt}")
+        if request.artifact_type == pb.ARTIFACT_TYPE_REPORT:
+            uri = self.ctx.blobs.join(store.attempt_prefix(self.ctx, key, aid.name, attempt.attempt), "report.html")
+            if not self.ctx.blobs.exists(uri):
+                raise NotFound(f"attempt {attempt.attempt} of action {aid.name} in run {key[2]} has no report "
+                               "(a task with report=True writes one with flyte.report)")
+        elif request.artifact_type == pb.ARTIFACT_TYPE_CODE_BUNDLE:
+            uri = store.code_bundle(store.spec(row).task.spec.task_template)
+            if not uri:
+                raise NotFound(f"action {aid.name} of run {key[2]} runs no code bundle")
+        else:
+            raise InvalidArgument(f"CreateDownloadLink serves ARTIFACT_TYPE_REPORT and ARTIFACT_TYPE_CODE_BUNDLE, "
+                                  f"not {enum_name(pb.ArtifactType, request.artifact_type)}")
+        signed, expires_at = self.v1.download_link(uri, request, "CreateDownloadLink")
+        return pb.CreateDownloadLinkResponse(pre_signed_urls=pb.PreSignedURLs(signed_url=[signed],
+                                                                             expires_at=expires_at))
 
     async def tail_logs(self, request: pb.TailLogsRequest, ctx: RequestContext) -> AsyncIterator[pb.TailLogsResponse]:
         """The attempt's log (the latest attempt's when none is asked), then what it adds until the attempt ends."""

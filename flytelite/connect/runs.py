@@ -20,7 +20,7 @@ from flyteidl2.workflow import run_definition_pb2, run_service_pb2, state_servic
 from starlette.concurrency import run_in_threadpool
 
 from flytelite.admin.entity_common import validate_project_domain
-from flytelite.connect import details
+from flytelite.connect import details, watches
 from flytelite.context import Context, ExecutionKey
 from flytelite.errors import FailedPrecondition, InvalidArgument, NotFound, Unimplemented
 from flytelite.idl import ids
@@ -101,11 +101,8 @@ class RunService:
     def _check_code_bundle(self, template) -> None:
         """A code bundle the task names must be in this store: the SDK caches its uploads by the server's address
         and may name one a server that was reset on the same address never received."""
-        args = list(template.container.args)
-        if "--tgz" not in args[:-1]:
-            return
-        bundle = args[args.index("--tgz") + 1]
-        if self.ctx.blobs.contains(bundle) and not self.ctx.blobs.exists(bundle):
+        bundle = store.code_bundle(template)
+        if bundle and self.ctx.blobs.contains(bundle) and not self.ctx.blobs.exists(bundle):
             raise FailedPrecondition(
                 f"the task's code bundle {bundle} is not in this server's blob store: the flyte SDK remembers "
                 "bundles it uploaded to this address before (for a day), and this server never received this one. "
@@ -148,6 +145,29 @@ class RunService:
                     yield row
                 if row.done or not await watch.changed():
                     return
+
+    async def get_action_data_u_r_is(self, request: run_service_pb2.GetActionDataURIsRequest,
+                                     ctx: RequestContext) -> run_service_pb2.GetActionDataURIsResponse:
+        """GetActionDataURIs (so named by the generated service): where the action's inputs are, and its outputs
+        once it succeeded (the folder of its outputs.pb)."""
+        key, name = _action_key(request.action_id)
+        row = await run_in_threadpool(store.get, self.ctx, key, name)
+        found = run_service_pb2.GetActionDataURIsResponse(inputs_uri=store.spec(row).input_uri)
+        if row.phase in (Phase.ACTION_PHASE_SUCCEEDED, Phase.ACTION_PHASE_RECOVERED):
+            found.outputs_uri = row.output_uri
+        return found
+
+    def watch_runs(self, request: run_service_pb2.WatchRunsRequest,
+                   ctx: RequestContext) -> AsyncIterator[run_service_pb2.WatchRunsResponse]:
+        return watches.watch_runs(self.ctx, request)
+
+    def watch_actions(self, request: run_service_pb2.WatchActionsRequest,
+                      ctx: RequestContext) -> AsyncIterator[run_service_pb2.WatchActionsResponse]:
+        return watches.watch_actions(self.ctx, request)
+
+    def watch_groups(self, request: run_service_pb2.WatchGroupsRequest,
+                     ctx: RequestContext) -> AsyncIterator[run_service_pb2.WatchGroupsResponse]:
+        return watches.watch_groups(self.ctx, request)
 
     async def list_runs(self, request: run_service_pb2.ListRunsRequest,
                         ctx: RequestContext) -> run_service_pb2.ListRunsResponse:

@@ -141,7 +141,7 @@ def build_app(ctx: Context) -> Starlette:
         Route("/", lambda _r: RedirectResponse("/console")),
         *rest_routes(by_name, ctx.metrics, http_audit, authorizer),
         Route("/api/{rest:path}", unknown_api, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
-        *connect.routes(ctx, by_name["DataProxyService"]),
+        *connect.routes(ctx, by_name),
         Route("/v2/domain/{domain}/project/{project}/runs/{run}", page(run)),
         Route("/console/api/launch", actions.json_action("launch", lambda form: actions.launch(admin, form),
                                                          "CreateExecution", http_audit, authorizer), methods=["POST"]),

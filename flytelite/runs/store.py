@@ -40,6 +40,12 @@ def action_kind(spec: run_definition_pb2.ActionSpec) -> str:
     return spec.WhichOneof("spec") or "task"
 
 
+def code_bundle(template) -> str:
+    """The code bundle a task's template runs (its `--tgz` argument); empty when it names none."""
+    args = list(template.container.args)
+    return args[args.index("--tgz") + 1] if "--tgz" in args[:-1] else ""
+
+
 def spec(row: Action) -> run_definition_pb2.ActionSpec:
     return run_definition_pb2.ActionSpec.FromString(row.spec_pb)
 
@@ -122,11 +128,37 @@ def list_runs(ctx: Context, project: str, domain: str, offset: int, limit: int, 
             .order_by(order).offset(offset).limit(limit)))
 
 
-def run_actions(ctx: Context, key: ExecutionKey) -> list[Action]:
-    """Every action of a run, the oldest first (none: no such run)."""
+def run_actions(ctx: Context, key: ExecutionKey, updated_since: datetime | None = None) -> list[Action]:
+    """Every action of a run (changed at or after `updated_since`, when given), the oldest first (none: no such
+    run)."""
+    query = select(Action).where(Action.project == key[0], Action.domain == key[1], Action.run_name == key[2])
+    if updated_since is not None:
+        query = query.where(Action.updated_at >= updated_since)
     with ctx.db.session() as s:
-        return list(s.scalars(select(Action).where(
-            Action.project == key[0], Action.domain == key[1], Action.run_name == key[2]).order_by(Action.created_at)))
+        return list(s.scalars(query.order_by(Action.created_at)))
+
+
+def roots(ctx: Context, project: str = "", domain: str = "", *, updated_since: datetime | None = None,
+          created_from: datetime | None = None, created_to: datetime | None = None,
+          newest: int | None = None) -> list[Action]:
+    """Runs' root actions, of a project and domain (of every project without one): changed at or after
+    `updated_since`, created in [`created_from`, `created_to`); the `newest` created, newest first, or all by
+    creation."""
+    query = select(Action).where(Action.parent == "", Action.name == ROOT)
+    if project:
+        query = query.where(Action.project == project, Action.domain == domain)
+    if updated_since is not None:
+        query = query.where(Action.updated_at >= updated_since)
+    if created_from is not None:
+        query = query.where(Action.created_at >= created_from)
+    if created_to is not None:
+        query = query.where(Action.created_at < created_to)
+    if newest is not None:
+        query = query.order_by(Action.created_at.desc()).limit(newest)
+    else:
+        query = query.order_by(Action.created_at)
+    with ctx.db.session() as s:
+        return list(s.scalars(query))
 
 
 def unfinished(ctx: Context, key: ExecutionKey) -> list[Action]:

@@ -1,6 +1,7 @@
-"""What wakes the API's watch streams of a Flyte 2 run (WatchActionDetails, WatchForUpdates) when its actions
-changed: the engine's rounds and the API's own writes publish the run; each stream then reads what changed
-from the database. A stream also reads every POLL_SECONDS without a wake-up, for the changes made by another
+"""What wakes the API's watch streams of Flyte 2 runs (WatchActionDetails, WatchForUpdates, WatchRuns, ...) when
+their actions changed: the engine's rounds and the API's own writes publish the run; each stream then reads what
+changed from the database. A stream watches one run (project, domain, name), a project's runs (project,
+domain) or every run (()). A stream also reads every POLL_SECONDS without a wake-up, for the changes made by another
 replica. Closing (the server stopping) ends every stream."""
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from contextlib import asynccontextmanager
 # How often a watch stream reads its run without being woken (a change another replica made).
 POLL_SECONDS = 2.0
 
-RunKey = tuple[str, str, str]
+# A run (project, domain, name), a project's runs (project, domain), or every run ().
+RunKey = tuple[str, ...]
 
 
 class RunUpdates:
@@ -23,9 +25,10 @@ class RunUpdates:
         self.closed = False
 
     def publish(self, key: RunKey) -> None:
-        """Wake the streams watching run `key`; safe from any thread."""
+        """Wake the streams watching run `key`, its project's runs or every run; safe from any thread."""
+        key = tuple(key)
         with self._lock:
-            waiters = list(self._waiters.get(tuple(key), ()))  # type: ignore[arg-type]  # a key is 3 strings
+            waiters = [w for scope in (key, key[:2], ()) for w in self._waiters.get(scope, ())]
         for loop, event in waiters:
             _set_soon(loop, event)
 
@@ -41,7 +44,7 @@ class RunUpdates:
     async def watching(self, key: RunKey) -> AsyncIterator[Watch]:
         event = asyncio.Event()
         entry = (asyncio.get_running_loop(), event)
-        key = tuple(key)  # type: ignore[assignment]  # a key is 3 strings
+        key = tuple(key)
         with self._lock:
             self._waiters.setdefault(key, set()).add(entry)
         try:

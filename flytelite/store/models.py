@@ -400,6 +400,8 @@ class Action(Base):
     __table_args__ = (
         Index("ix_actions_unfinished", "project", "domain", "run_name", "done"),
         Index("ix_actions_parent", "project", "domain", "run_name", "parent"),
+        # Runs (root actions, parent "") of a project and domain, by creation.
+        Index("ix_actions_runs", "parent", "project", "domain", "created_at"),
     )
     project: Mapped[str] = mapped_column(String(255), primary_key=True)
     domain: Mapped[str] = mapped_column(String(255), primary_key=True)

@@ -3,18 +3,25 @@ flytelite does not serve says so by name, and a client's mistakes get the code t
 
 from __future__ import annotations
 
+import time
 import urllib.request
 
+import grpc
 import pytest
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
+from flyteidl.admin.project_pb2 import ProjectGetRequest
+from flyteidl.service import admin_pb2_grpc
 from flyteidl2.actions import actions_service_connect, actions_service_pb2
+from flyteidl2.auth import identity_connect, identity_pb2
 from flyteidl2.cluster import payload_pb2, service_connect
 from flyteidl2.common import identifier_pb2, list_pb2
 from flyteidl2.dataproxy import dataproxy_service_connect, dataproxy_service_pb2
+from flyteidl2.project import project_service_connect, project_service_pb2
 from flyteidl2.task import task_definition_pb2
 from flyteidl2.trigger import trigger_service_connect, trigger_service_pb2
 from flyteidl2.workflow import run_service_connect, run_service_pb2
+from google.protobuf import timestamp_pb2
 
 from flytelite.connect.app import service_applications
 from tests.e2e.flyte_cli import wait_for
@@ -30,10 +37,10 @@ def _a0_spec() -> task_definition_pb2.TaskSpec:
     return spec
 
 
-def _failed(runs, name: str):
+def _failed(runs, name: str, project: str = "flytesnacks"):
     """Run `name`'s details once it failed."""
     def failed():
-        details = runs.get_run_details(run_service_pb2.GetRunDetailsRequest(run_id=run_id(name))).details
+        details = runs.get_run_details(run_service_pb2.GetRunDetailsRequest(run_id=run_id(name, project))).details
         return details if details.action.status.phase == 6 else None  # FAILED
 
     return wait_for(failed, f"run {name} to fail", timeout=120)
@@ -129,6 +136,21 @@ def test_a_run_whose_image_has_no_flyte_sdk_fails_saying_so_and_takes_no_more_ch
     code, message = _code(lambda: list(proxy.tail_logs(dataproxy_service_pb2.TailLogsRequest(
         action_id=identifier_pb2.ActionIdentifier(run=run_id(name), name="a0")))))
     assert code == Code.NOT_FOUND and "has no log for attempt 1" in message
+    attempt = identifier_pb2.ActionAttemptIdentifier(action_id=identifier_pb2.ActionIdentifier(run=run_id(name),
+                                                                                              name="a0"), attempt=1)
+    for artifact, expected in [(dataproxy_service_pb2.ARTIFACT_TYPE_REPORT, (Code.NOT_FOUND, "has no report")),
+                               (dataproxy_service_pb2.ARTIFACT_TYPE_CODE_BUNDLE, (Code.NOT_FOUND, "no code bundle")),
+                               (dataproxy_service_pb2.ARTIFACT_TYPE_UNSPECIFIED, (Code.INVALID_ARGUMENT,
+                                                                                  "not ARTIFACT_TYPE_UNSPECIFIED"))]:
+        code, message = _code(lambda: proxy.create_download_link(dataproxy_service_pb2.CreateDownloadLinkRequest(
+            artifact_type=artifact, action_attempt_id=attempt)))  # noqa: B023 - called at once
+        assert (code, expected[1] in message) == (expected[0], True), message
+    uris = runs.get_action_data_u_r_is(run_service_pb2.GetActionDataURIsRequest(action_id=attempt.action_id))
+    assert uris.inputs_uri.endswith("inputs.pb") and uris.outputs_uri == ""  # it failed: no outputs
+    attempt.attempt = 5
+    code, message = _code(lambda: proxy.create_download_link(dataproxy_service_pb2.CreateDownloadLinkRequest(
+        artifact_type=dataproxy_service_pb2.ARTIFACT_TYPE_REPORT, action_attempt_id=attempt)))
+    assert code == Code.INVALID_ARGUMENT and "not 5" in message
     actions = actions_service_connect.ActionsServiceClientSync(server.url)
     child = actions_service_pb2.Action(action_id=identifier_pb2.ActionIdentifier(run=run_id(name), name="c1"),
                                        parent_action_name="a0")
@@ -162,4 +184,70 @@ def test_lists_page_by_token_and_say_what_they_do_not_filter(server):
         project_id=project, request=list_pb2.ListRequest(token="x"))))
     assert code == Code.INVALID_ARGUMENT and "token 'x'" in message
     code, _ = _code(lambda: runs.list_actions(run_service_pb2.ListActionsRequest(run_id=run_id("nope"))))
+    assert code == Code.NOT_FOUND
+
+
+def test_projects_are_flyte_1s_and_an_anonymous_caller_is_answered_as_flyteadmin_does(server):
+    projects = project_service_connect.ProjectServiceClientSync(server.url)
+    projects.create_project(project_service_pb2.CreateProjectRequest(project=project_service_pb2.Project(
+        id="flyte2-made", name="Made by Flyte 2", description="through ProjectService")))
+    found = projects.get_project(project_service_pb2.GetProjectRequest(id="flyte2-made")).project
+    assert (found.name, found.description) == ("Made by Flyte 2", "through ProjectService")
+    assert [d.id for d in found.domains] == ["development", "staging", "production"]
+    # The same project through Flyte 1's API, and Flyte 1's projects through Flyte 2's.
+    with grpc.insecure_channel(server.endpoint) as channel:
+        admin = admin_pb2_grpc.AdminServiceStub(channel)
+        assert admin.GetProject(ProjectGetRequest(id="flyte2-made")).name == "Made by Flyte 2"
+    listed = projects.list_projects(project_service_pb2.ListProjectsRequest(limit=100)).projects.projects
+    assert {"flytesnacks", "flyte2-made"} <= {p.id for p in listed}
+    found.state = project_service_pb2.PROJECT_STATE_ARCHIVED
+    projects.update_project(project_service_pb2.UpdateProjectRequest(project=found))
+    listed = projects.list_projects(project_service_pb2.ListProjectsRequest(limit=100)).projects.projects
+    assert "flyte2-made" not in {p.id for p in listed}  # archived projects are listed only when asked
+    code, message = _code(lambda: projects.get_project(project_service_pb2.GetProjectRequest(id="nope")))
+    assert code == Code.NOT_FOUND and "nope" in message
+    code, message = _code(lambda: projects.create_project(project_service_pb2.CreateProjectRequest(
+        project=project_service_pb2.Project(id="Bad_Id"))))
+    assert code == Code.INVALID_ARGUMENT and "invalid project id" in message
+    code, _ = _code(lambda: projects.create_project(project_service_pb2.CreateProjectRequest(
+        project=project_service_pb2.Project(id="flyte2-made"))))
+    assert code == Code.ALREADY_EXISTS
+    identity = identity_connect.IdentityServiceClientSync(server.url)
+    assert identity.user_info(identity_pb2.UserInfoRequest()) == identity_pb2.UserInfoResponse()
+
+
+def test_watches_send_what_there_is_then_what_changes(server):
+    project_service_connect.ProjectServiceClientSync(server.url).create_project(
+        project_service_pb2.CreateProjectRequest(project=project_service_pb2.Project(id="watched")))
+    runs = run_service_connect.RunServiceClientSync(server.url, timeout_ms=120_000)
+    project = identifier_pb2.ProjectIdentifier(name="watched", domain="development")
+    runs.create_run(run_service_pb2.CreateRunRequest(run_id=run_id("w1", "watched"), task_spec=_a0_spec()))
+    _failed(runs, "w1", "watched")
+    stream = runs.watch_runs(run_service_pb2.WatchRunsRequest(project_id=project))
+    first = next(stream)
+    assert [(r.action.id.run.name, r.action.status.phase) for r in first.runs] == [("w1", 6)]
+    runs.create_run(run_service_pb2.CreateRunRequest(run_id=run_id("w2", "watched"), task_spec=_a0_spec()))
+    phases = []
+    while 6 not in phases:  # the new run as it changes, until it failed
+        phases += [r.action.status.phase for r in next(stream).runs if r.action.id.run.name == "w2"]
+    stream.close()
+    assert phases[-1] == 6, phases
+    actions = runs.watch_actions(run_service_pb2.WatchActionsRequest(run_id=run_id("w1", "watched")))
+    snapshot = next(actions).enriched_actions
+    actions.close()
+    assert [(a.action.id.name, a.action.status.phase, a.meets_filter) for a in snapshot] == [("a0", 6, True)]
+    end = timestamp_pb2.Timestamp()
+    end.FromSeconds(int(time.time()) + 3600)
+    groups = list(runs.watch_groups(run_service_pb2.WatchGroupsRequest(project_id=project, end_date=end)))
+    assert len(groups) == 1 and groups[0].sentinel  # a period that ended is answered once
+    [group] = groups[0].task_groups
+    assert (group.task_name, group.short_name, group.total_runs, group.average_failure_rate) == (
+        "hello.main", "main", 2, 1.0)
+    assert [(c.phase, c.count) for c in group.phase_counts] == [(6, 2)]
+    assert [s.run_name for s in group.recent_statuses] == ["w2", "w1"] and group.error_counts.user_error == 2
+    code, message = _code(lambda: next(runs.watch_actions(run_service_pb2.WatchActionsRequest(
+        run_id=run_id("w1", "watched"), filter=[list_pb2.Filter(field="phase", values=["FAILED"])]))))
+    assert code == Code.UNIMPLEMENTED and "does not filter yet (asked: phase)" in message
+    code, _ = _code(lambda: next(runs.watch_actions(run_service_pb2.WatchActionsRequest(
+        run_id=run_id("nope", "watched")))))
     assert code == Code.NOT_FOUND

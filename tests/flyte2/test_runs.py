@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import io
+import tarfile
 import urllib.request
+from pathlib import Path
 
 import pytest
+from flyteidl2.common import identifier_pb2
+from flyteidl2.dataproxy import dataproxy_service_connect, dataproxy_service_pb2
+from flyteidl2.workflow import run_service_connect, run_service_pb2
 
 from tests.flyte2.conftest import FAILED, NO_SDK, SUCCEEDED, drive
 
@@ -48,3 +54,33 @@ def test_the_run_page_shows_the_action_tree(server):
         text = page.read().decode()
     assert text.count(">square <") == 3 and ">gather_squares <" in text
     assert text.count(">SUCCEEDED<") == 5 and text.count(">Task log (local process)<") == 4  # the run's, each action's
+    runs = run_service_connect.RunServiceClientSync(server.url, timeout_ms=120_000)
+    stream = runs.watch_actions(run_service_pb2.WatchActionsRequest(run_id=identifier_pb2.RunIdentifier(
+        project="flytesnacks", domain="development", name=remote["name"])))
+    snapshot = {a.action.id.name: a for a in next(stream).enriched_actions}
+    stream.close()
+    assert len(snapshot) == 4 and dict(snapshot["a0"].children_phase_counts) == {SUCCEEDED: 3}
+
+
+def test_a_tasks_report_and_code_bundle_are_read_through_signed_links(server):
+    remote = drive(server, "reports", {"title": "quarterly"}, mode="report")
+    assert remote["phase"] == SUCCEEDED and "<h2>quarterly</h2>" in remote["report"], remote
+    proxy = dataproxy_service_connect.DataProxyServiceClientSync(server.url)
+    link = proxy.create_download_link(dataproxy_service_pb2.CreateDownloadLinkRequest(
+        artifact_type=dataproxy_service_pb2.ARTIFACT_TYPE_CODE_BUNDLE,
+        action_attempt_id=identifier_pb2.ActionAttemptIdentifier(action_id=identifier_pb2.ActionIdentifier(
+            run=identifier_pb2.RunIdentifier(project="flytesnacks", domain="development", name=remote["name"]),
+            name="a0"), attempt=1)))
+    with urllib.request.urlopen(link.pre_signed_urls.signed_url[0], timeout=30) as bundle:
+        assert "basics.py" in tarfile.open(fileobj=io.BytesIO(bundle.read()), mode="r:gz").getnames()
+
+
+def test_an_actions_data_uris_name_its_inputs_and_outputs(server):
+    remote = drive(server, "square", {"x": 3})
+    runs = run_service_connect.RunServiceClientSync(server.url)
+    uris = runs.get_action_data_u_r_is(run_service_pb2.GetActionDataURIsRequest(action_id=identifier_pb2.ActionIdentifier(
+        run=identifier_pb2.RunIdentifier(project="flytesnacks", domain="development", name=remote["name"]),
+        name="a0")))
+    assert uris.inputs_uri.startswith("local://") and uris.outputs_uri.startswith("local://"), uris
+    assert Path(uris.inputs_uri.removeprefix("local://")).is_file()
+    assert (Path(uris.outputs_uri.removeprefix("local://")) / "outputs.pb").is_file()

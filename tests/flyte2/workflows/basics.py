@@ -8,6 +8,7 @@ from pathlib import Path
 
 import flyte
 import flyte.errors
+import flyte.report
 from flyte.io import File
 
 env = flyte.TaskEnvironment(name="basics")
@@ -137,3 +138,11 @@ async def middle(i: int) -> int:
 @env.task
 async def nested(n: int) -> list[int]:
     return list(await asyncio.gather(*[middle(i) for i in range(n)]))
+
+
+@env.task(report=True)
+async def reports(title: str) -> int:
+    tab = flyte.report.get_tab("Summary")
+    tab.log(f"<h2>{title}</h2>")
+    await flyte.report.flush.aio()
+    return len(title)
