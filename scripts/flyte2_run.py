@@ -1,11 +1,11 @@
 """Runs one task of a workflow file with the `flyte` SDK, as a user's script does, and prints what came of it
 as JSON on its last line. Run by tests/flyte2 and benchmarks/flyte2.py with the SDK's own interpreter:
 
-    flyte2_run.py <endpoint> <file> <task> <inputs as JSON> local|remote|report|start
+    flyte2_run.py <endpoint> <file> <task> <inputs as JSON> local|remote|report|start [<flyte.init options as JSON>]
 
 `local` runs the task in this process (the SDK's local mode), `remote` on the server and waits for it (`report`
 too, and prints its report, read with Run.get_report), `start` on the server without waiting (the run's name is
-printed)."""
+printed). The options replace flyte.init's defaults here (insecure=True: a server without TLS), e.g. to sign in."""
 
 import importlib.util
 import json
@@ -22,7 +22,8 @@ def main() -> None:
     sys.modules[file.stem] = module
     spec.loader.exec_module(module)
     task = getattr(module, task_name)
-    flyte.init(endpoint=endpoint, insecure=True, project="flytesnacks", domain="development", root_dir=file.parent)
+    options = {"insecure": True, **(json.loads(sys.argv[6]) if len(sys.argv) > 6 else {})}
+    flyte.init(endpoint=endpoint, project="flytesnacks", domain="development", root_dir=file.parent, **options)
     kwargs = json.loads(inputs)
     if mode == "local":
         run = flyte.with_runcontext(mode="local").run(task, **kwargs)

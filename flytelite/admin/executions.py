@@ -23,6 +23,7 @@ from flytelite.errors import FailedPrecondition, InvalidArgument
 from flytelite.idl import ids
 from flytelite.idl.phases import WORKFLOW_TERMINAL, WorkflowPhase, workflow_phase_name
 from flytelite.idl.times import to_timestamp
+from flytelite.runs import store as runs_store
 from flytelite.store import executions as repo
 from flytelite.store.models import Execution, ExecutionTag, FlyteWorkflow
 
@@ -197,10 +198,12 @@ def _require_id(ident) -> None:
 
 
 def running_creator(ctx: Context, project: str, domain: str, name: str) -> str | None:
-    """Who created a running execution ("" when no one signed in did: a schedule, a server without
-    authentication); None when it does not exist or has finished (its tasks get no more tokens)."""
+    """Who created a running execution or Flyte 2 run ("" when no one signed in did: a schedule, a server
+    without authentication); None when it does not exist or has finished (its tasks get no more tokens)."""
     with ctx.db.session() as s:
         row = s.get(Execution, (project, domain, name))
-        if row is None or row.phase in WORKFLOW_TERMINAL:
+        if row is None:
+            return runs_store.running_creator(s, ExecutionKey(project, domain, name))
+        if row.phase in WORKFLOW_TERMINAL:
             return None
         return execution_pb2.ExecutionSpec.FromString(row.spec_pb).metadata.principal

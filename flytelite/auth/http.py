@@ -40,11 +40,12 @@ LOGIN_SECONDS = 10 * 60
 # itself, static files, and the signed blob URLs (their signature is their authorization, as an S3 presigned
 # URL's is).
 OPEN_PATHS = ("/healthz", "/metrics", "/favicon.ico", "/.well-known/", "/config/v1/flyte_client", "/oauth2/", "/login",
-              "/callback", "/logout", "/console/static/", UPLOAD_ROUTE + "/", DOWNLOAD_ROUTE + "/")
+              "/callback", "/logout", "/console/static/", UPLOAD_ROUTE + "/", DOWNLOAD_ROUTE + "/",
+              "/flyteidl2.auth.AuthMetadataService/")
 # Where the middleware leaves the identity of a request's valid token, for the routes to authorize it; or,
 # on the paths of audited calls, why it has none (REFUSED), for them to answer 401 and record the attempt.
 IDENTITY, REFUSED = "flytelite.identity", "flytelite.refused"
-AUDITED_PATHS = ("/api/", "/console/api/")
+AUDITED_PATHS = ("/api/", "/console/api/", "/flyteidl2.")
 # Where a browser without a valid cookie is sent to sign in rather than answered 401.
 BROWSER_PATHS = ("/console", "/logs/", "/k8s/logs/")
 

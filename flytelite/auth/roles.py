@@ -53,7 +53,7 @@ ROLE_PERMISSION = {role: Permission(i + 1) for i, role in enumerate(ROLES)}
 
 # The permission each RPC needs in the project and domain its request names; SIGNED_IN ones need a valid token
 # only (ListProjects then lists the projects the caller may view).
-SIGNED_IN = ("GetVersion", "GetDomains", "ListProjects", "UserInfo")
+SIGNED_IN = ("GetVersion", "GetDomains", "ListProjects", "UserInfo", "SelectCluster")
 _NEEDS = {
     Permission.VIEW: (
         "GetTask", "ListTaskIds", "ListTasks", "GetWorkflow", "ListWorkflowIds", "ListWorkflows", "GetLaunchPlan",
@@ -63,13 +63,18 @@ _NEEDS = {
         "GetTaskExecutionData", "GetProjectDomainAttributes", "GetProjectAttributes", "GetWorkflowAttributes",
         "ListMatchableAttributes", "ListNamedEntities", "GetNamedEntity", "GetDescriptionEntity",
         "ListDescriptionEntities", "GetExecutionMetrics", "CreateDownloadLink", "CreateDownloadLocation", "GetData",
-        "ListSignals"),
+        "ListSignals",
+        # Flyte 2's (flyteidl2 RunService, ActionsService, DataProxyService)
+        "GetRunDetails", "WatchRunDetails", "GetActionDetails", "WatchActionDetails", "GetActionData", "ListRuns",
+        "WatchRuns", "ListActions", "WatchActions", "WatchGroups", "GetActionDataURIs", "GetActionLogContext",
+        "WatchClusterEvents", "WatchForUpdates", "TailLogs"),
     Permission.LAUNCH: (
         "CreateExecution", "RelaunchExecution", "RecoverExecution", "UpdateExecution", "TerminateExecution",
-        "UpdateLaunchPlan", "SetSignal", "GetOrCreateSignal", "CreateUploadLocation"),
+        "UpdateLaunchPlan", "SetSignal", "GetOrCreateSignal", "CreateUploadLocation",
+        "CreateRun", "AbortRun", "AbortAction", "SignalEvent", "UploadInputs", "Enqueue", "Abort"),
     Permission.REGISTER: ("CreateTask", "CreateWorkflow", "CreateLaunchPlan", "UpdateNamedEntity"),
     Permission.ADMIN: (
-        "RegisterProject", "UpdateProject", "UpdateProjectDomainAttributes", "DeleteProjectDomainAttributes",
+        "RegisterProject", "CreateProject", "UpdateProject", "UpdateProjectDomainAttributes", "DeleteProjectDomainAttributes",
         "UpdateProjectAttributes", "DeleteProjectAttributes", "UpdateWorkflowAttributes", "DeleteWorkflowAttributes",
         "CreateWorkflowEvent", "CreateNodeEvent", "CreateTaskEvent"),
 }

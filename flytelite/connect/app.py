@@ -14,7 +14,7 @@ import importlib
 import inspect
 import logging
 import pkgutil
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -49,9 +49,11 @@ def service_applications() -> tuple[Any, ...]:
     return tuple(found)
 
 
-def routes(ctx: Context, v1_servicers: Mapping[str, object]) -> list[Mount]:
+def routes(ctx: Context, v1_servicers: Mapping[str, object], served: Mapping[str, object] | None = None,
+           guards: Sequence[object] = ()) -> list[Mount]:
     """The routes of Flyte 2's API over `ctx` (`v1_servicers`: Flyte 1's gRPC servicers by service name, whose
-    uploads, projects and identities Flyte 2's are)."""
+    uploads, projects and identities Flyte 2's are), with authentication's services (`served`, by full name)
+    and interceptors (`guards`) when it is on (auth/connect.py)."""
     from flytelite.connect.dataproxy import ClusterService, DataProxyService
     from flytelite.connect.projects import IdentityService, ProjectService
     from flytelite.connect.runs import ActionsService, RunService
@@ -63,23 +65,22 @@ def routes(ctx: Context, v1_servicers: Mapping[str, object]) -> list[Mount]:
         "flyteidl2.actions.ActionsService": ActionsService(ctx),
         "flyteidl2.project.ProjectService": ProjectService(v1_servicers["AdminService"]),
         "flyteidl2.auth.IdentityService": IdentityService(v1_servicers["IdentityService"]),
+        **(served or {}),
     }
-    refuse = ("flytelite serves Flyte 2's API with authentication off only, for now; this server has it on"
-              if ctx.auth is not None else "")
-    return connect_routes(implementations, refuse)
+    return connect_routes(implementations, guards)
 
 
-def connect_routes(implementations: Mapping[str, object], refuse: str = "") -> list[Mount]:
+def connect_routes(implementations: Mapping[str, object], guards: Sequence[object] = ()) -> list[Mount]:
     """A route per flyteidl2 service, at its path (`/flyteidl2.workflow.RunService`): served by the object
     `implementations` has for its full name (`flyteidl2.workflow.RunService`), whose missing methods answer
-    UNIMPLEMENTED, as do all of a service it has none for. `refuse`: when not empty, every RPC answers
-    UNIMPLEMENTED with this reason."""
+    UNIMPLEMENTED, as do all of a service it has none for. `guards`: interceptors inside the error boundary
+    (authentication's)."""
     routes = []
     for application in service_applications():
         probe = application(_Served(None))
         service = probe.path.strip("/")
-        served = _Served(None if refuse else implementations.get(service))
-        app = application(served, interceptors=[ErrorBoundary(refuse)])
+        served = _Served(implementations.get(service))
+        app = application(served, interceptors=[ErrorBoundary(), *guards])
         # The generated applications do not pass the base class's `codecs` on: set as its constructor would.
         app._codecs = {codec.name(): codec for codec in _STRICT_CODECS}
         routes.append(Mount(probe.path, app=app))
@@ -128,13 +129,8 @@ def _unimplemented(request, ctx: RequestContext):
 class ErrorBoundary:
     """Maps what an RPC raises to the connect error a client can act on (see the module's docstring)."""
 
-    def __init__(self, refuse: str = ""):
-        self.refuse = refuse
-
     async def intercept_unary(self, call_next: Callable[[Any, RequestContext], Awaitable[Any]], request,
                               ctx: RequestContext):
-        if self.refuse:
-            raise self._error(Unimplemented(self.refuse), ctx)
         try:
             return await call_next(request, ctx)
         except ConnectError:
@@ -144,8 +140,6 @@ class ErrorBoundary:
 
     async def intercept_server_stream(self, call_next: Callable[[Any, RequestContext], AsyncIterator[Any]],
                                       request, ctx: RequestContext) -> AsyncIterator[Any]:
-        if self.refuse:
-            raise self._error(Unimplemented(self.refuse), ctx)
         try:
             async for response in call_next(request, ctx):
                 yield response

@@ -21,7 +21,7 @@ from starlette.concurrency import run_in_threadpool
 
 from flytelite.admin.entity_common import validate_project_domain
 from flytelite.connect import details, watches
-from flytelite.context import Context, ExecutionKey
+from flytelite.context import CALLER, Context, ExecutionKey
 from flytelite.errors import FailedPrecondition, InvalidArgument, NotFound, Unimplemented
 from flytelite.idl import ids
 from flytelite.runs import store
@@ -83,7 +83,8 @@ class RunService:
             project=key[0], domain=key[1], name=key[2], inputs_uri=input_uri,
             raw_output_prefix=run_spec.raw_data_storage.raw_data_prefix or self.ctx.blobs.raw_output_prefix(),
             envs={kv.key: kv.value for kv in run_spec.envs.values}, labels=dict(run_spec.labels.values),
-            annotations=dict(run_spec.annotations.values), overwrite_cache=run_spec.overwrite_cache)
+            annotations=dict(run_spec.annotations.values), overwrite_cache=run_spec.overwrite_cache,
+            principal=caller.name if (caller := CALLER.get()) is not None else "")
         return store.create_run(self.ctx, key, spec, root)
 
     def _inputs(self, key: ExecutionKey, request: run_service_pb2.CreateRunRequest) -> str:

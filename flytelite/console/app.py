@@ -19,6 +19,7 @@ from starlette.staticfiles import StaticFiles
 from flytelite.admin.audit import AuditLog, Caller
 from flytelite.admin.dataproxy import signed_blobs
 from flytelite.admin.grpc_services import servicers
+from flytelite.auth.connect import connect_auth
 from flytelite.auth.http import ACCESS_COOKIE, IDENTITY, AuthMiddleware, auth_routes
 from flytelite.auth.roles import Authorizer, Permission, serve_as
 from flytelite.connect import app as connect
@@ -141,7 +142,7 @@ def build_app(ctx: Context) -> Starlette:
         Route("/", lambda _r: RedirectResponse("/console")),
         *rest_routes(by_name, ctx.metrics, http_audit, authorizer),
         Route("/api/{rest:path}", unknown_api, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
-        *connect.routes(ctx, by_name),
+        *connect.routes(ctx, by_name, *(connect_auth(auth, audit_log) if auth is not None else ())),
         Route("/v2/domain/{domain}/project/{project}/runs/{run}", page(run)),
         Route("/console/api/launch", actions.json_action("launch", lambda form: actions.launch(admin, form),
                                                          "CreateExecution", http_audit, authorizer), methods=["POST"]),

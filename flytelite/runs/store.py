@@ -105,6 +105,15 @@ def enqueue(ctx: Context, key: ExecutionKey, spec: run_definition_pb2.ActionSpec
         raise AlreadyExists(f"run {key[2]} has an action {spec.action_id.name!r} already") from None
 
 
+def running_creator(session: Session, key: ExecutionKey) -> str | None:
+    """Who created a run that is still running ("" when no one signed in did); None when there is no such run or
+    it ended (its tasks get no more tokens)."""
+    row = session.get(FlyteWorkflow, tuple(key))
+    if row is None or row.closure_pb or row.done:
+        return None
+    return ExecutionSpec.from_json(row.spec_json).principal
+
+
 def get(ctx: Context, key: ExecutionKey, name: str) -> Action:
     with ctx.db.session() as s:
         found = s.get(Action, (*key, name))

@@ -38,12 +38,18 @@ def server(tmp_path_factory):
 
 
 def drive(server: RunningServer, task: str, inputs: dict, mode: str = "remote", file: str = "basics.py",
-          timeout: float = 300) -> dict:
-    """What scripts/flyte2_run.py printed of running `task` (see there); fails the test with its output if it
-    printed nothing."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLYTE", "UCTL"))}
+          timeout: float = 300, options: dict | None = None, expect_failure: bool = False,
+          env: dict[str, str] | None = None) -> dict:
+    """What scripts/flyte2_run.py printed of running `task` (see there; `options`: flyte.init's, `env`: variables
+    besides this process's); fails the test with its output if it printed nothing. `expect_failure`: the script
+    is to fail, and its output is returned."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("FLYTE", "UCTL"))}, **(env or {})}
     proc = subprocess.run([PYTHON, str(DRIVER), server.endpoint, str(WORKFLOWS / file), task, json.dumps(inputs),
-                           mode], capture_output=True, text=True, timeout=timeout, env=env, cwd=WORKFLOWS)
+                           mode, json.dumps(options or {})], capture_output=True, text=True, timeout=timeout, env=env,
+                          cwd=WORKFLOWS)
+    if expect_failure:
+        assert proc.returncode != 0, proc.stdout
+        return {"output": proc.stdout + proc.stderr}
     lines = proc.stdout.strip().splitlines()
     assert proc.returncode == 0 and lines, f"flyte2_run.py failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     return json.loads(lines[-1])

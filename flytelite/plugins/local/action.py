@@ -3,12 +3,19 @@
 The process gets the environment Flyte 2's backend gives an action's container: its run and action names, the
 run's output base, the organization, and the API to reach for its children (ActionsService, which
 `_U_USE_ACTIONS` selects), this server. A client configuration of the server's user (FLYTECTL_CONFIG,
-UCTL_CONFIG) is left out: the SDK would read it instead of the variables."""
+UCTL_CONFIG) is left out: the SDK would read it instead of the variables. With authentication on, the
+attempt's own configuration takes its place: the run's task client (auth/task_clients.py, the same as a Flyte 1
+execution's) and the certificate to trust, which the SDK reads in a task as from a mounted config file (and, for
+its token requests, from SSL_CERT_FILE: the machine's authorities and this one)."""
 
 from __future__ import annotations
 
 import os
+import ssl
+from pathlib import Path
 from urllib.parse import urlsplit
+
+import yaml
 
 from flytelite.idl import error_codes as E
 from flytelite.idl.error_kinds import USER
@@ -61,4 +68,29 @@ class ActionProcess(TaskProcess):
             "_U_INSECURE": "true" if url.scheme == "http" else "false",
             "_U_USE_ACTIONS": "1",
         })
+        if "FLYTE_CREDENTIALS_CLIENT_ID" in env:
+            env[_CLIENT_CONFIGS[0]] = self._client_config(attempt, env)
         return argv, env
+
+    def _client_config(self, attempt: Attempt, env: dict[str, str]) -> str:
+        """The attempt's client configuration (flyte's keys, as flytekit's), from the credentials flytekit's
+        variables name; its path."""
+        admin = {"endpoint": f"dns:///{env['_U_EP_OVERRIDE']}", "insecure": env["_U_INSECURE"] == "true",
+                 "authType": "ClientSecret", "clientId": env["FLYTE_CREDENTIALS_CLIENT_ID"],
+                 "clientSecretLocation": env["FLYTE_CREDENTIALS_CLIENT_SECRET_LOCATION"], "scopes": ["all"]}
+        ca = env.get("FLYTE_PLATFORM_CA_CERT_FILE_PATH")
+        if ca:
+            admin["caCertFilePath"] = ca
+            # The SDK asks for its token with httpx, which trusts only SSL_CERT_FILE's authorities.
+            env["SSL_CERT_FILE"] = str(self._trusted(Path(ca), Path(attempt.work_dir) / "trusted.pem"))
+        path = Path(attempt.work_dir) / "flyte-client.yaml"
+        path.write_text(yaml.safe_dump({"admin": admin}))
+        return str(path)
+
+    @staticmethod
+    def _trusted(ca: Path, path: Path) -> Path:
+        """The machine's certificate authorities and `ca` in one file, at `path`."""
+        system = ssl.get_default_verify_paths().cafile
+        bundle = Path(system).read_bytes() if system and os.path.exists(system) else b""
+        path.write_bytes(bundle + b"\n" + ca.read_bytes())
+        return path
