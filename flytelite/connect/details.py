@@ -54,6 +54,9 @@ def metadata(row: Action, spec: run_definition_pb2.ActionSpec | None = None) -> 
 
 def status(row: Action) -> run_definition_pb2.ActionStatus:
     found = run_definition_pb2.ActionStatus(phase=row.phase, attempts=row.attempts)  # type: ignore[arg-type]  # an ActionPhase's number
+    if '"cache' in row.state_json:  # a cached task's: what the catalog said (propeller/runs.py)
+        state = json.loads(row.state_json)
+        found.cache_status = state.get("cache_status", state.get("cache", {}).get("status", 0))
     if row.started_at is not None:
         found.start_time.CopyFrom(_timestamp(row.started_at))
     elif row.done:

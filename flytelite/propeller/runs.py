@@ -10,6 +10,10 @@ within the task's retries (a user error, after the task's backoff) or the engine
 error), each attempt writing under `<run base>/<action>/<attempt>`. An aborted action, or one whose parent ended (a parent's process that
 ended cannot wait for it), is aborted with its attempt.
 
+A cached task (flyte.Cache) is looked up before its attempt starts and its outputs stored once it succeeded,
+through the catalog as a Flyte 1 task node's (propeller/nodes/task/cache.py), serialized ones under the
+catalog's reservations; a hit succeeds without starting anything.
+
 A task's time bounds (flyte.Timeout) are kept here: `max_runtime` (metadata.timeout) bounds each attempt from its
 first RUNNING, `queued_timeout` each attempt until then, both retried within the task's retries; `deadline` bounds
 the action from its enqueueing across attempts and is final. A bound that passes stops the attempt, and the action
@@ -24,16 +28,25 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from flyteidl.core import identifier_pb2, tasks_pb2
+from flyteidl.core import identifier_pb2, literals_pb2, tasks_pb2
 from flyteidl2.workflow import run_definition_pb2
 from sqlalchemy.orm import Session
 
 from flytelite.context import Context, ExecutionKey
+from flytelite.errors import InvalidArgument
 from flytelite.idl import error_codes as E
 from flytelite.idl.enums import as_enum
 from flytelite.idl.error_kinds import SYSTEM, USER, ErrorInfo
 from flytelite.plugins.machinery.core import Plugin, PluginPhase, PluginPhaseInfo, TaskExecutionContext
 from flytelite.plugins.registry import PluginNotFound, PluginRegistry
+from flytelite.propeller.nodes.task.cache import (
+    CacheAction,
+    CacheRun,
+    CacheState,
+    after_success,
+    before_run,
+    release,
+)
 from flytelite.propeller.status import iso, parse_iso
 from flytelite.runs import store
 from flytelite.runs.store import Phase
@@ -152,8 +165,26 @@ class RunExecutor:
             action.attempts = 1
         tctx = self._context(key, spec, action, state, task)
         backoff = parse_iso(state.get("queued_at"))
-        if backoff is not None and backoff > now:
-            info = PluginPhaseInfo(PluginPhase.QUEUED, poll_after=(backoff - now).total_seconds())
+        backoff_left = (backoff - now).total_seconds() if backoff is not None else 0.0
+        cache = None if backoff_left > 0 else self._cache(key, spec, action, task, tctx)
+        check = None
+        if cache is not None:
+            cached = CacheState.from_dict(state.get("cache"))
+            try:
+                check = before_run(cache, cached)
+            except InvalidArgument as e:
+                self._end(action, state, Phase.ACTION_PHASE_FAILED, now, ErrorInfo(E.BAD_TASK_SPECIFICATION, str(e),
+                                                                                    USER))
+                return None
+            state["cache"] = cached.to_dict()
+            if check.action == CacheAction.HIT:
+                action.started_at, action.output_uri = action.started_at or now, tctx.output_prefix
+                self._end(action, state, Phase.ACTION_PHASE_SUCCEEDED, now, None)
+                return None
+        if backoff_left > 0:
+            info = PluginPhaseInfo(PluginPhase.QUEUED, poll_after=backoff_left)
+        elif check is not None and check.action == CacheAction.WAIT:  # another action computes the same outputs
+            info = PluginPhaseInfo(PluginPhase.QUEUED, poll_after=check.recheck_after)
         else:
             info = plugin.handle(tctx)
         state["logs"] = [{"uri": log.uri, "name": log.name} for log in info.logs] or state.get("logs", [])
@@ -162,6 +193,10 @@ class RunExecutor:
         if info.phase == PluginPhase.SUCCESS:
             action.output_uri = tctx.output_prefix
             plugin.finalize(tctx)
+            if cache is not None:
+                cached = CacheState.from_dict(state.get("cache"))
+                after_success(cache, cached)
+                state["cache"] = cached.to_dict()
             self._end(action, state, Phase.ACTION_PHASE_SUCCEEDED, now, None)
             return None
         if info.phase.terminal:
@@ -180,10 +215,39 @@ class RunExecutor:
         if running:
             plugin.waits_on_others(tctx, waiting)
         after = 0.0 if info.requeue_now else info.poll_after
-        for bound in bounds:
-            left = (bound.at - now).total_seconds()
+        lefts = [(bound.at - now).total_seconds() for bound in bounds]
+        if check is not None and check.recheck_after is not None:  # a held reservation's heartbeat
+            lefts.append(check.recheck_after)
+        for left in lefts:
             after = left if after is None else min(after, left)
         return after
+
+    def _cache(self, key: ExecutionKey, spec: ExecutionSpec, action: Action, task: tasks_pb2.TaskTemplate,
+               tctx: TaskExecutionContext) -> CacheRun | None:
+        """The action's attempt as the catalog sees it, for a cached task (flyte.Cache): keyed as a Flyte 1 task's
+        (its name, cache version, interface and inputs), so that a run's root and a child of the same task and
+        inputs share an entry; None for a task that is not cached."""
+        if not task.metadata.discoverable:
+            return None
+        template = tasks_pb2.TaskTemplate()
+        template.CopyFrom(task)
+        template.id.project, template.id.domain = key[0], key[1]
+        input_uri = tctx.input_uri
+        return CacheRun(ctx=self.ctx, task=template,
+                        inputs=lambda: self.ctx.blobs.read_proto(input_uri, literals_pb2.LiteralMap),
+                        outputs_uri=self.ctx.blobs.join(tctx.output_prefix, "outputs.pb"),
+                        execution_id=identifier_pb2.WorkflowExecutionIdentifier(project=key[0], domain=key[1],
+                                                                                name=key[2]),
+                        node_id=action.name, attempt=tctx.attempt, overwrite=spec.overwrite_cache)
+
+    def _release(self, key: ExecutionKey, spec: ExecutionSpec, action: Action, state: dict,
+                 task: tasks_pb2.TaskTemplate, tctx: TaskExecutionContext) -> None:
+        """Give up the cache reservation the attempt holds, if any (its attempt ended without outputs)."""
+        cache = self._cache(key, spec, action, task, tctx)
+        if cache is not None and "cache" in state:
+            cached = CacheState.from_dict(state["cache"])
+            release(cache, cached)
+            state["cache"] = cached.to_dict()
 
     def _backoff(self, key: ExecutionKey, action: Action, state: dict) -> timedelta:
         """How long the next user retry waits (flyte.Backoff: the n-th retry, from 0, after min(base * factor**n,
@@ -219,6 +283,7 @@ class RunExecutor:
                 task: tasks_pb2.TaskTemplate, now: datetime, timed_out: bool = False) -> float | None:
         error = info.error or ErrorInfo(E.TASK_FAILED_WITH_ERROR, info.reason, USER)
         plugin.finalize(tctx)
+        self._release(tctx.key, tctx.spec, action, state, task, tctx)
         counter = "system_failures" if error.kind == SYSTEM else "user_failures"
         state[counter] = state.get(counter, 0) + 1
         budget = (self.ctx.config.engine.max_system_retries if error.kind == SYSTEM
@@ -230,6 +295,7 @@ class RunExecutor:
             delay = self._backoff(tctx.key, action, state) if error.kind == USER else timedelta(0)
             state["plugin"], state["logs"], state["queued_at"] = {}, [], iso(now + delay)
             state.pop("running_at", None)
+            state.pop("cache", None)
             action.phase = Phase.ACTION_PHASE_QUEUED
             return 0.0
         self._end(action, state, phase, now, error)
@@ -247,6 +313,7 @@ class RunExecutor:
                 tctx = self._context(key, spec, action, state, task)
                 plugin.abort(tctx)
                 plugin.finalize(tctx)
+                self._release(key, spec, action, state, task, tctx)
         self._end(action, state, Phase.ACTION_PHASE_ABORTED, now, ErrorInfo(E.TASK_ABORTED, reason, USER))
 
     def _end(self, action: Action, state: dict, phase: int, now: datetime, error: ErrorInfo | None) -> None:
@@ -257,6 +324,8 @@ class RunExecutor:
                 kind=as_enum(run_definition_pb2.ErrorInfo.Kind, error.kind)).SerializeToString()
         if action.attempts:
             state.setdefault("ended", []).append(_attempt_record(action, state, phase, error, now))
+        if "cache" in state:
+            state["cache_status"] = CacheState.from_dict(state.pop("cache")).status
         for transient in ("plugin", "logs", "queued_at", "running_at"):
             state.pop(transient, None)
 
