@@ -11,6 +11,7 @@ creator), and the calls that change something are recorded in the audit trail, r
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from http.cookies import SimpleCookie
 from typing import Any
 
 from connectrpc.errors import ConnectError
@@ -22,6 +23,7 @@ from google.protobuf.message import Message
 
 from flytelite.admin.audit import AuditLog, describe
 from flytelite.admin.audit import Caller as AuditCaller
+from flytelite.auth.http import ACCESS_COOKIE
 from flytelite.auth.roles import Caller, rpc_permission
 from flytelite.auth.setup import Auth
 from flytelite.auth.tokens import Identity
@@ -84,8 +86,11 @@ class Guard:
             yield response
 
     def _identify(self, ctx: RequestContext) -> Identity:
-        """Who the call's token speaks for (Unauthenticated without a valid one)."""
-        token = self.auth.token_in({k.lower(): v for k, v in ctx.request_headers().items()})
+        """Who the call's token speaks for (Unauthenticated without a valid one): a bearer token, else the
+        console's sign-in cookie (the console's pages call the API from the browser)."""
+        headers = {k.lower(): v for k, v in ctx.request_headers().items()}
+        cookie = SimpleCookie(headers.get("cookie", "")).get(ACCESS_COOKIE)
+        token = self.auth.token_in(headers) or (cookie.value if cookie is not None else "")
         if not token:
             raise Unauthenticated(f"{ctx.method().name} needs a bearer token in the '{self.auth.config.header_key}' "
                                   "header: sign in with the flyte SDK (flyte.init with an auth_type, over TLS)")

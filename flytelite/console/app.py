@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from flyteidl2.common.phase_pb2 import ActionPhase as PhaseNumber
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
@@ -25,10 +26,10 @@ from flytelite.auth.roles import Authorizer, Permission, serve_as
 from flytelite.connect import app as connect
 from flytelite.console import actions, entity_pages, list_pages, views
 from flytelite.console.execution_page import execution_page
-from flytelite.console.layout import DEFAULT_DOMAIN, esc, layout, not_found_page
+from flytelite.console.layout import DEFAULT_DOMAIN, esc, layout, may, not_found_page
 from flytelite.console.logs import log_endpoint, log_owners
 from flytelite.console.rest import rest_routes, unknown_api
-from flytelite.console.run_page import run_page
+from flytelite.console.run_page import PHASES, run_page, runs_page
 from flytelite.console.transfer import Transfers
 from flytelite.context import Context, ExecutionKey
 from flytelite.errors import FlyteliteError, InvalidArgument, NotFound, as_outage, client_message
@@ -40,6 +41,8 @@ from flytelite.tracing import Tracing
 
 # Blob links on a page stay valid this long (a page left open keeps refreshing them while running).
 LINK_SECONDS = 24 * 3600
+# Runs a Flyte 2 runs page lists (the newest).
+RUNS_LISTED = 200
 STATIC = Path(__file__).parent / "static"
 
 
@@ -104,7 +107,21 @@ def build_app(ctx: Context) -> Starlette:
         actions = runs_store.run_actions(ctx, ExecutionKey(project, domain, name))
         if not actions:
             raise NotFound(f"There is no run {name} in project {project}, domain {domain}.")
-        return run_page(project, domain, name, actions)
+        selected = request.query_params.get("i", "")
+        chosen = next((a for a in actions if a.name == selected), None)
+        data = views.action_data(ctx, chosen) if chosen is not None else None
+        return run_page(project, domain, name, actions, selected, data, blob_link(ctx, signed),
+                        may("launch", project, domain))
+
+    def runs(request: Request, project: str, domain: str) -> str:
+        phase, task = request.query_params.get("phase", ""), request.query_params.get("task", "")
+        if phase and phase not in PHASES:
+            raise InvalidArgument(f"phase {phase!r} is not one of {', '.join(PHASES)}")
+        found = runs_store.roots(ctx, project, domain, phase=PhaseNumber.Value(f"ACTION_PHASE_{phase}") if phase
+                                 else None, newest=RUNS_LISTED if not task else None)
+        if task:
+            found = [r for r in found if task in runs_store.spec(r).task.id.name][:RUNS_LISTED]
+        return runs_page(project, domain, found, phase, task)
 
     def unknown(request: Request) -> Response:
         return HTMLResponse(not_found_page(f"The console has no page at {request.url.path}."), status_code=404)
@@ -143,6 +160,7 @@ def build_app(ctx: Context) -> Starlette:
         *rest_routes(by_name, ctx.metrics, http_audit, authorizer),
         Route("/api/{rest:path}", unknown_api, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
         *connect.routes(ctx, by_name, *(connect_auth(auth, audit_log) if auth is not None else ())),
+        Route("/v2/domain/{domain}/project/{project}/runs", page(runs)),
         Route("/v2/domain/{domain}/project/{project}/runs/{run}", page(run)),
         Route("/console/api/launch", actions.json_action("launch", lambda form: actions.launch(admin, form),
                                                          "CreateExecution", http_audit, authorizer), methods=["POST"]),

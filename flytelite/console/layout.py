@@ -41,6 +41,8 @@ def layout(title: str, body: str, project: str = "", domain: str = "") -> str:
         nav = "".join(f"<a href='/console/projects/{p}/{path}{q}'>{label}</a>" for path, label in (
             ("executions", "Executions"), ("workflows", "Workflows"), ("tasks", "Tasks"),
             ("launchPlans", "Launch plans"), ("schedules", "Schedules")))
+        nav += (f"<a href='/v2/domain/{quote(domain or DEFAULT_DOMAIN, safe='')}/project/{p}/runs'>"
+                "Flyte 2 runs</a>")
         nav = (f"<span class='proj'><a href='/console/projects/{p}{q}'>{esc(project)}</a>"
                f" · {esc(domain or DEFAULT_DOMAIN)}</span>{nav}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)} · flytelite</title>"

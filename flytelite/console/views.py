@@ -15,7 +15,7 @@ from flyteidl.core import catalog_pb2, compiler_pb2, literals_pb2, types_pb2
 from google.protobuf import duration_pb2, timestamp_pb2
 from sqlalchemy import select
 
-from flytelite.context import Context
+from flytelite.context import Context, ExecutionKey
 from flytelite.idl.ids import END_NODE, START_NODE
 from flytelite.idl.phases import (
     NODE_TERMINAL,
@@ -26,7 +26,8 @@ from flytelite.idl.phases import (
     workflow_phase_name,
 )
 from flytelite.idl.times import from_timestamp
-from flytelite.store.models import Execution, FlyteWorkflow, NodeExecution, Signal, TaskExecution
+from flytelite.runs import store as runs_store
+from flytelite.store.models import Action, Execution, FlyteWorkflow, NodeExecution, Signal, TaskExecution
 
 # FlyteConsole hides the start and end nodes; their data is the workflow's inputs and outputs.
 HIDDEN_NODES = frozenset({START_NODE, END_NODE})
@@ -297,3 +298,24 @@ def _cache_status_name(status: int) -> str:
     if not status:
         return ""
     return catalog_pb2.CatalogCacheStatus.Name(status).removeprefix("CACHE_")
+
+
+@dataclass
+class ActionData:
+    """A Flyte 2 action's inputs and outputs (LiteralMaps, None when there are none), and where its report is."""
+
+    inputs: literals_pb2.LiteralMap | None
+    outputs: literals_pb2.LiteralMap | None
+    report: str | None
+
+
+def action_data(ctx: Context, action: Action) -> ActionData:
+    """A Flyte 2 action's inputs and outputs (flyteidl2's Inputs and Outputs read as the LiteralMaps they are on
+    the wire) and where its latest attempt's report is."""
+    spec = runs_store.spec(action)
+    inputs = ctx.blobs.read_proto_if_exists(spec.input_uri, literals_pb2.LiteralMap) if spec.input_uri else None
+    outputs = (ctx.blobs.read_proto_if_exists(ctx.blobs.join(action.output_uri, "outputs.pb"), literals_pb2.LiteralMap)
+               if action.output_uri else None)
+    key = ExecutionKey(action.project, action.domain, action.run_name)
+    report = ctx.blobs.join(runs_store.attempt_prefix(ctx, key, action.name, max(action.attempts, 1)), "report.html")
+    return ActionData(inputs, outputs, report if action.attempts and ctx.blobs.exists(report) else None)

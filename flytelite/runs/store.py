@@ -148,12 +148,14 @@ def run_actions(ctx: Context, key: ExecutionKey, updated_since: datetime | None 
 
 
 def roots(ctx: Context, project: str = "", domain: str = "", *, updated_since: datetime | None = None,
-          created_from: datetime | None = None, created_to: datetime | None = None,
+          created_from: datetime | None = None, created_to: datetime | None = None, phase: int | None = None,
           newest: int | None = None) -> list[Action]:
     """Runs' root actions, of a project and domain (of every project without one): changed at or after
-    `updated_since`, created in [`created_from`, `created_to`); the `newest` created, newest first, or all by
-    creation."""
+    `updated_since`, created in [`created_from`, `created_to`), in `phase`; the `newest` created, newest first,
+    or all by creation."""
     query = select(Action).where(Action.parent == "", Action.name == ROOT)
+    if phase is not None:
+        query = query.where(Action.phase == phase)
     if project:
         query = query.where(Action.project == project, Action.domain == domain)
     if updated_since is not None:

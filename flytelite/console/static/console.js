@@ -80,6 +80,12 @@
       goTo(r.id);
       return "Relaunched as " + r.id.name;
     },
+    "abort-run": async function () {
+      var run = JSON.parse(content().dataset.run);
+      await api("POST", "/flyteidl2.workflow.RunService/AbortRun", {runId: run, reason: "aborted from the console"});
+      setTimeout(refresh, 200);
+      return "Aborting…";
+    },
     recover: async function (id) {
       var r = await api("POST", "/api/v1/executions/recover", {id: id});
       goTo(r.id);
