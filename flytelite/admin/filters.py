@@ -93,17 +93,25 @@ def apply_filters(query: Select, text: str, fields: dict[str, Field]) -> Select:
         if not match:
             raise InvalidArgument(f"cannot parse filter {expr!r}; expected e.g. eq(name,my_workflow)")
         op, name, raw = match.group(1).lower(), match.group(2).strip(), match.group(3)
-        if op not in _OPS:
-            raise InvalidArgument(f"unknown filter function {op!r}; use one of {', '.join(_OPS)}")
-        field = fields.get(name) or fields.get(name.split(".", 1)[-1])
-        if field is None:
-            raise InvalidArgument(f"cannot filter on {name!r}; filterable fields: {', '.join(sorted(fields))}")
-        if op in ("value_in", "value_not_in"):
-            value = [_parse_value(field, name, v) for v in raw.split(";") if v != ""]
-        else:
-            value = _parse_value(field, name, raw)
-        query = query.where(_OPS[op](field.column, value))
+        query = query.where(condition(op, name, [v for v in raw.split(";") if v != ""]
+                                      if op in ("value_in", "value_not_in") else [raw], fields))
     return query
+
+
+def condition(op: str, name: str, values: list[str], fields: dict[str, Field]) -> Any:
+    """The SQL condition of filter function `op` (eq, value_in, ...) on field `name` with `values` (one, but for
+    value_in and value_not_in)."""
+    if op not in _OPS:
+        raise InvalidArgument(f"unknown filter function {op!r}; use one of {', '.join(_OPS)}")
+    field = fields.get(name) or fields.get(name.split(".", 1)[-1])
+    if field is None:
+        raise InvalidArgument(f"cannot filter on {name!r}; filterable fields: {', '.join(sorted(fields))}")
+    parsed = [_parse_value(field, name, v) for v in values]
+    if op in ("value_in", "value_not_in"):
+        return _OPS[op](field.column, parsed)
+    if len(parsed) != 1:
+        raise InvalidArgument(f"filter {op} on {name!r} takes one value, got {len(parsed)}")
+    return _OPS[op](field.column, parsed[0])
 
 
 def _parse_value(field: Field, name: str, text: str) -> Any:

@@ -14,13 +14,13 @@ from datetime import datetime, timezone
 
 from connectrpc.request import RequestContext
 from flyteidl2.actions import actions_service_pb2 as actions_pb
-from flyteidl2.common import identifier_pb2, list_pb2
+from flyteidl2.common import identifier_pb2
 from flyteidl2.task import task_definition_pb2
 from flyteidl2.workflow import run_definition_pb2, run_service_pb2, state_service_pb2
 from starlette.concurrency import run_in_threadpool
 
 from flytelite.admin.entity_common import validate_project_domain
-from flytelite.connect import details, watches
+from flytelite.connect import details, lists, watches
 from flytelite.context import CALLER, Context, ExecutionKey
 from flytelite.errors import FailedPrecondition, InvalidArgument, NotFound, Unimplemented
 from flytelite.idl import ids
@@ -175,25 +175,19 @@ class RunService:
         project = request.project_id
         if not project.name or not project.domain:
             raise InvalidArgument("ListRuns needs project_id's name and domain (the project and domain to list)")
-        offset, limit, ascending = _page(request.request, "ListRuns")
-        rows = await run_in_threadpool(store.list_runs, self.ctx, project.name, project.domain, offset, limit + 1,
-                                       ascending)
-        return run_service_pb2.ListRunsResponse(runs=[details.run(row, request.org) for row in rows[:limit]],
-                                                token=str(offset + limit) if len(rows) > limit else "")
+        rows, token = await run_in_threadpool(lists.page, self.ctx, store.runs_query(project.name, project.domain),
+                                              request.request, lists.RUN_FIELDS, "ListRuns")
+        return run_service_pb2.ListRunsResponse(runs=[details.run(row, request.org) for row in rows], token=token)
 
     async def list_actions(self, request: run_service_pb2.ListActionsRequest,
                            ctx: RequestContext) -> run_service_pb2.ListActionsResponse:
         key = _run_key(request.run_id)
-        offset, limit, ascending = _page(request.request, "ListActions")
-        rows = await run_in_threadpool(store.run_actions, self.ctx, key)
-        if not rows:
+        if not await run_in_threadpool(store.run_exists, self.ctx, key):
             raise NotFound(f"there is no run {key[2]} in project {key[0]}, domain {key[1]}")
-        if not ascending:
-            rows.reverse()
-        page = rows[offset:offset + limit]
-        return run_service_pb2.ListActionsResponse(
-            actions=[details.action(row, request.run_id.org) for row in page],
-            token=str(offset + limit) if len(rows) > offset + limit else "")
+        rows, token = await run_in_threadpool(lists.page, self.ctx, store.actions_query(key), request.request,
+                                              lists.ACTION_FIELDS, "ListActions")
+        return run_service_pb2.ListActionsResponse(actions=[details.action(row, request.run_id.org) for row in rows],
+                                                   token=token)
 
     async def abort_run(self, request: run_service_pb2.AbortRunRequest,
                         ctx: RequestContext) -> run_service_pb2.AbortRunResponse:
@@ -270,23 +264,6 @@ class ActionsService:
         if await run_in_threadpool(store.request_abort, self.ctx, key, name, request.reason or "aborted by its parent"):
             self.ctx.notify_engine(key)
         return actions_pb.AbortResponse()
-
-
-def _page(request: list_pb2.ListRequest, rpc: str) -> tuple[int, int, bool]:
-    """Where a list's page starts (its token), its size, and whether it is oldest first: lists are by creation
-    time, newest first unless the request sorts ascending; filters are not served yet."""
-    if request.filters or request.raw_filters:
-        fields = ", ".join(sorted({f.field for f in request.filters} | set(request.raw_filters)))
-        raise Unimplemented(f"{rpc} does not filter yet (asked: {fields}); list without filters")
-    sorts = [request.sort_by, *request.sort_by_fields] if request.HasField("sort_by") else list(request.sort_by_fields)
-    if any(sort.key not in ("", "created_at") for sort in sorts):
-        raise Unimplemented(f"{rpc} sorts by created_at only, not by {', '.join(sort.key for sort in sorts)}")
-    try:
-        offset = int(request.token or 0)
-    except ValueError:
-        raise InvalidArgument(f"{rpc}: token {request.token!r} is not one this server gave") from None
-    ascending = bool(sorts) and sorts[0].direction == list_pb2.Sort.Direction.ASCENDING
-    return max(offset, 0), min(request.limit or 100, 1000), ascending
 
 
 def _task_id(key: ExecutionKey, spec: task_definition_pb2.TaskSpec) -> task_definition_pb2.TaskIdentifier:

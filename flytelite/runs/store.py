@@ -11,7 +11,7 @@ from datetime import datetime
 
 from flyteidl2.common import phase_pb2
 from flyteidl2.workflow import run_definition_pb2
-from sqlalchemy import bindparam, select
+from sqlalchemy import Select, bindparam, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -59,6 +59,8 @@ def new_action(key: ExecutionKey, spec: run_definition_pb2.ActionSpec, now: date
                **columns) -> Action:
     return Action(**{"project": key[0], "domain": key[1], "run_name": key[2], "name": spec.action_id.name,
                      "parent": spec.parent_action_name, "kind": action_kind(spec), "spec_pb": spec.SerializeToString(),
+                     "task_name": spec.task.id.name or spec.trace.name or spec.condition.name,
+                     "task_version": spec.task.id.version,
                      "phase": phase, "done": phase in TERMINAL, "attempts": 0, "state_json": "{}", "output_uri": "",
                      "created_at": now, "updated_at": now, **columns})
 
@@ -66,7 +68,7 @@ def new_action(key: ExecutionKey, spec: run_definition_pb2.ActionSpec, now: date
 def create_run(ctx: Context, key: ExecutionKey, spec: ExecutionSpec, root: run_definition_pb2.ActionSpec) -> Action:
     """Store a new run and its root action; AlreadyExists when a run or execution has the name."""
     now = ctx.clock.now()
-    action = new_action(key, root, now)
+    action = new_action(key, root, now, created_by=spec.principal)
     try:
         with ctx.db.session() as s:
             if s.get(FlyteWorkflow, tuple(key)) is not None:
@@ -128,13 +130,25 @@ def children(ctx: Context, key: ExecutionKey, parent: str) -> list[Action]:
             Action.project == key[0], Action.domain == key[1], Action.run_name == key[2], Action.parent == parent)))
 
 
-def list_runs(ctx: Context, project: str, domain: str, offset: int, limit: int, ascending: bool) -> list[Action]:
-    """The root actions of a project and domain's runs, by creation time."""
-    order = Action.created_at.asc() if ascending else Action.created_at.desc()
+def runs_query(project: str, domain: str) -> Select:
+    """The root actions of a project and domain's runs (for a list to filter, order and page)."""
+    return select(Action).where(Action.parent == "", Action.project == project, Action.domain == domain,
+                                Action.name == ROOT)
+
+
+def actions_query(key: ExecutionKey) -> Select:
+    """A run's actions (for a list to filter, order and page)."""
+    return select(Action).where(Action.project == key[0], Action.domain == key[1], Action.run_name == key[2])
+
+
+def listed(ctx: Context, query: Select, offset: int, limit: int) -> list[Action]:
     with ctx.db.session() as s:
-        return list(s.scalars(select(Action).where(
-            Action.project == project, Action.domain == domain, Action.name == ROOT, Action.parent == "")
-            .order_by(order).offset(offset).limit(limit)))
+        return list(s.scalars(query.offset(offset).limit(limit)))
+
+
+def run_exists(ctx: Context, key: ExecutionKey) -> bool:
+    with ctx.db.session() as s:
+        return s.get(Action, (*key, ROOT)) is not None
 
 
 def run_actions(ctx: Context, key: ExecutionKey, updated_since: datetime | None = None) -> list[Action]:

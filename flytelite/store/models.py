@@ -411,6 +411,11 @@ class Action(Base):
     parent: Mapped[str] = mapped_column(String(255), default="")
     # task, trace or condition.
     kind: Mapped[str] = mapped_column(String(16))
+    # The task's (a trace's, a condition's) name and the task's version, and who created the run (its root's
+    # only; "" when no one signed in did): what lists of runs and actions filter on.
+    task_name: Mapped[str] = mapped_column(String(255), default="", server_default="")
+    task_version: Mapped[str] = mapped_column(String(255), default="", server_default="")
+    created_by: Mapped[str] = mapped_column(String(255), default="", server_default="")
     # flyteidl2.workflow.ActionSpec: what to run, its inputs, the run's output base and spec.
     spec_pb: Mapped[bytes] = mapped_column(LargeBinary)
     # flyteidl2.common.ActionPhase, and whether it is terminal.

@@ -159,7 +159,7 @@ def test_a_run_whose_image_has_no_flyte_sdk_fails_saying_so_and_takes_no_more_ch
     assert code == Code.FAILED_PRECONDITION and "has ended" in message
 
 
-def test_lists_page_by_token_and_say_what_they_do_not_filter(server):
+def test_lists_page_by_token_filter_and_sort(server):
     runs = run_service_connect.RunServiceClientSync(server.url)
     project = identifier_pb2.ProjectIdentifier(name="flytesnacks", domain="development")
     for name in ("listed1", "listed2"):
@@ -176,10 +176,35 @@ def test_lists_page_by_token_and_say_what_they_do_not_filter(server):
     assert seen.index("listed2") < seen.index("listed1") and len(seen) == len(set(seen))
     actions = runs.list_actions(run_service_pb2.ListActionsRequest(run_id=run_id("listed1"))).actions
     assert [a.id.name for a in actions] == ["a0"] and actions[0].status.phase == 6
-    filtered = list_pb2.ListRequest(filters=[list_pb2.Filter(field="phase", values=["FAILED"])])
-    code, message = _code(lambda: runs.list_runs(run_service_pb2.ListRunsRequest(project_id=project,
-                                                                                request=filtered)))
-    assert code == Code.UNIMPLEMENTED and "does not filter yet (asked: phase)" in message
+
+    def names(*filters: list_pb2.Filter, sort: list_pb2.Sort | None = None) -> list[str]:
+        request = list_pb2.ListRequest(filters=filters, sort_by=sort, limit=1000)
+        return [r.action.id.run.name for r in runs.list_runs(run_service_pb2.ListRunsRequest(
+            project_id=project, request=request)).runs if r.action.id.run.name.startswith("listed")]
+
+    Function = list_pb2.Filter.Function
+    failed = list_pb2.Filter(function=Function.EQUAL, field="phase", values=["6"])  # as the SDK sends a phase
+    assert names(failed) == ["listed2", "listed1"]
+    assert names(list_pb2.Filter(function=Function.VALUE_IN, field="phase", values=["SUCCEEDED", "QUEUED"])) == []
+    assert names(failed, list_pb2.Filter(function=Function.EQUAL, field="task_name", values=["hello.main"]),
+                 sort=list_pb2.Sort(key="created_at", direction=list_pb2.Sort.ASCENDING)) == ["listed1", "listed2"]
+    assert names(list_pb2.Filter(function=Function.EQUAL, field="name", values=["listed2"])) == ["listed2"]
+    future = list_pb2.Filter(function=Function.GREATER_THAN_OR_EQUAL, field="created_at",
+                             values=["2999-01-01T00:00:00+00:00"])
+    assert names(future) == []
+
+    def refused(*filters: list_pb2.Filter) -> tuple[Code, str]:
+        return _code(lambda: runs.list_runs(run_service_pb2.ListRunsRequest(
+            project_id=project, request=list_pb2.ListRequest(filters=filters))))
+
+    code, message = refused(list_pb2.Filter(function=Function.EQUAL, field="labels.team", values=["x"]))
+    assert code == Code.UNIMPLEMENTED and "labels" in message
+    code, message = refused(list_pb2.Filter(function=Function.ENDS_WITH, field="name", values=["2"]))
+    assert code == Code.UNIMPLEMENTED and "ENDS_WITH" in message
+    code, message = refused(list_pb2.Filter(function=Function.EQUAL, field="colour", values=["red"]))
+    assert code == Code.INVALID_ARGUMENT and "cannot filter on 'colour'" in message
+    code, message = refused(list_pb2.Filter(function=Function.EQUAL, field="phase", values=["SLEEPING"]))
+    assert code == Code.INVALID_ARGUMENT and "unknown phase 'SLEEPING'" in message
     code, message = _code(lambda: runs.list_runs(run_service_pb2.ListRunsRequest(
         project_id=project, request=list_pb2.ListRequest(token="x"))))
     assert code == Code.INVALID_ARGUMENT and "token 'x'" in message

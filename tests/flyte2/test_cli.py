@@ -31,6 +31,12 @@ def test_flyte_run_with_the_configuration_flytelite_writes(server, tmp_path):
     listed = subprocess.run([flyte, "--config", str(config), "--output-format", "json", "get", "run"],
                             cwd=WORKFLOWS, capture_output=True, text=True, timeout=120)
     assert name in listed.stdout, f"{listed.stdout}\n{listed.stderr}"
+    for flags, shown in ((["--in-phase", "succeeded", "--task-name", "basics.square"], True),
+                         (["--in-phase", "failed"], False), (["--task-name", "basics.shift"], False)):
+        filtered = subprocess.run([flyte, "--config", str(config), "--output-format", "json", "get", "run", *flags],
+                                  cwd=WORKFLOWS, capture_output=True, text=True, timeout=120)
+        assert filtered.returncode == 0 and (name in filtered.stdout) == shown, (flags, filtered.stdout,
+                                                                                  filtered.stderr)
     actions = subprocess.run([flyte, "--config", str(config), "--output-format", "json", "get", "action", name],
                              cwd=WORKFLOWS, capture_output=True, text=True, timeout=120)
     assert "a0" in actions.stdout and "SUCCEEDED" in actions.stdout, f"{actions.stdout}\n{actions.stderr}"
