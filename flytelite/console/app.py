@@ -110,7 +110,7 @@ def build_app(ctx: Context) -> Starlette:
         selected = request.query_params.get("i", "")
         chosen = next((a for a in actions if a.name == selected), None)
         data = views.action_data(ctx, chosen) if chosen is not None else None
-        return run_page(project, domain, name, actions, selected, data, blob_link(ctx, signed),
+        return run_page(project, domain, name, actions, ctx.clock.now(), selected, data, blob_link(ctx, signed),
                         may("launch", project, domain))
 
     def runs(request: Request, project: str, domain: str) -> str:

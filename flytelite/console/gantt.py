@@ -1,4 +1,5 @@
-"""The execution timeline: one bar per node and per task attempt, placed by start time and duration (pure).
+"""The execution timeline: one bar per node and per task attempt (a Flyte 2 run's: per action), placed by start
+time and duration (pure).
 
 Bars are positioned in percent of the span from the execution's start to its
 end (or now, while it runs), so the chart needs no script and no fixed width.
@@ -14,9 +15,19 @@ from flytelite.console.views import NodeView
 MAX_ROWS = 300
 
 
+# A bar's row: its label (HTML), phase, start, duration in seconds, key (data-gantt) and whether it is an
+# attempt's (drawn under its node's).
+Row = tuple[str, str, datetime | None, float | None, str, bool]
+
+
 def render_gantt(nodes: list[NodeView], start: datetime | None, end: datetime | None) -> str:
-    rows: list[tuple[str, str, datetime | None, float | None, str, bool]] = []
+    rows: list[Row] = []
     _collect(nodes, 0, rows)
+    return render_rows(rows, start, end)
+
+
+def render_rows(rows: list[Row], start: datetime | None, end: datetime | None) -> str:
+    """The chart of `rows` (see Row) from `start` (else the first row's) to `end` (else the last row's)."""
     starts = [r[2] for r in rows if r[2] is not None]
     if not starts:
         return "<p class='muted'>Nothing has started yet.</p>"

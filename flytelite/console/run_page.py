@@ -3,24 +3,27 @@
 - A project's runs (`/v2/domain/<d>/project/<p>/runs`): the newest first, filtered by phase and task, live while
   one of them runs.
 - A run (`/v2/domain/<d>/project/<p>/runs/<run>`): its actions as a tree (each under the action that started it),
-  with phase, attempts, duration, error and log links, and an abort button while it runs; `?i=<action>` opens an
-  action's panel, with its inputs, outputs and report.
+  with phase, attempts, duration, error and log links, and an abort button while it runs, and a timeline;
+  `?i=<action>` opens an action's panel, with its inputs, outputs and report.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import datetime
 from urllib.parse import urlencode
 
 from flyteidl.core import literals_pb2
 from flyteidl2.common import phase_pb2
 
 from flytelite.connect import details
+from flytelite.console.gantt import Row, render_rows
 from flytelite.console.layout import esc, fmt_duration, fmt_time, layout, phase_badge, table
 from flytelite.console.literals import HtmlFormatter, render_literal_map
 from flytelite.console.views import ActionData
 from flytelite.runs.store import ROOT
+from flytelite.store.db import as_utc
 from flytelite.store.models import Action
 
 PHASES = [name.removeprefix("ACTION_PHASE_") for name in phase_pb2.ActionPhase.keys()][1:]
@@ -66,7 +69,7 @@ def runs_page(project: str, domain: str, runs: list[Action], phase: str, task: s
     return layout("Flyte 2 runs", body, project, domain)
 
 
-def run_page(project: str, domain: str, run: str, actions: list[Action], selected: str = "",
+def run_page(project: str, domain: str, run: str, actions: list[Action], now: datetime, selected: str = "",
              data: ActionData | None = None, link: Callable[[str], str | None] = lambda uri: None,
              may_abort: bool = True) -> str:
     by_parent: dict[str, list[Action]] = {}
@@ -75,9 +78,14 @@ def run_page(project: str, domain: str, run: str, actions: list[Action], selecte
     root = next((a for a in actions if a.name == ROOT), None)
     rows: list[str] = []
 
+    ordered: list[Action] = []
+    depths: dict[str, int] = {}
+
     def walk(parent: str, depth: int) -> None:
         for action in by_parent.get(parent, []):
             rows.append(_row(project, domain, action, depth, action.name == selected))
+            ordered.append(action)
+            depths[action.name] = depth
             walk(action.name, depth + 1)
 
     walk("", 0)
@@ -87,11 +95,17 @@ def run_page(project: str, domain: str, run: str, actions: list[Action], selecte
     abort = ("<p><button class='danger' data-action='abort-run'>Abort</button> <span class='action-result'></span>"
              "</p>" if running and may_abort else "")
     panel = _panel(next((a for a in actions if a.name == selected), None), data, link)
+    bars: list[Row] = [(f"{'&nbsp;' * 3 * depths[a.name]}{esc(_title(a))}", phase_name(a.phase), a.started_at,
+                        _duration(a) if a.ended_at is not None else
+                        ((now - as_utc(a.started_at)).total_seconds() if a.started_at is not None else None),
+                        a.name, False) for a in ordered]
+    timeline = (f"<h2>Timeline</h2><div class='gantt' id='gantt' data-live>"
+                f"{render_rows(bars, root.created_at if root else None, None)}</div>")
     run_id = json.dumps({"project": project, "domain": domain, "name": run})
     body = (f"<div id='content' data-running='{1 if running else 0}' data-run='{esc(run_id)}'>"
             f"<p><a href='{esc(runs_url(project, domain))}'>Flyte 2 runs</a></p><h1>Run {esc(run)}</h1>"
             f"<section id='run' data-live>{summary}{abort}<table><tr><th>action</th><th>phase</th><th>attempts</th>"
-            f"<th>duration</th><th>error</th><th>logs</th></tr>{''.join(rows)}</table></section>{panel}</div>")
+            f"<th>duration</th><th>error</th><th>logs</th></tr>{''.join(rows)}</table></section>{panel}{timeline}</div>")
     return layout(f"Run {run}", body, project, domain)
 
 

@@ -41,6 +41,7 @@ from flytelite.plugins.machinery.core import Plugin, PluginPhase, PluginPhaseInf
 from flytelite.plugins.registry import PluginNotFound, PluginRegistry
 from flytelite.propeller.nodes.task.cache import (
     CacheAction,
+    CacheCheck,
     CacheRun,
     CacheState,
     after_success,
@@ -166,21 +167,9 @@ class RunExecutor:
         tctx = self._context(key, spec, action, state, task)
         backoff = parse_iso(state.get("queued_at"))
         backoff_left = (backoff - now).total_seconds() if backoff is not None else 0.0
-        cache = None if backoff_left > 0 else self._cache(key, spec, action, task, tctx)
-        check = None
-        if cache is not None:
-            cached = CacheState.from_dict(state.get("cache"))
-            try:
-                check = before_run(cache, cached)
-            except InvalidArgument as e:
-                self._end(action, state, Phase.ACTION_PHASE_FAILED, now, ErrorInfo(E.BAD_TASK_SPECIFICATION, str(e),
-                                                                                    USER))
-                return None
-            state["cache"] = cached.to_dict()
-            if check.action == CacheAction.HIT:
-                action.started_at, action.output_uri = action.started_at or now, tctx.output_prefix
-                self._end(action, state, Phase.ACTION_PHASE_SUCCEEDED, now, None)
-                return None
+        cache, check = (None, None) if backoff_left > 0 else self._ask_cache(key, spec, action, state, task, tctx, now)
+        if action.done:  # the cache answered
+            return None
         if backoff_left > 0:
             info = PluginPhaseInfo(PluginPhase.QUEUED, poll_after=backoff_left)
         elif check is not None and check.action == CacheAction.WAIT:  # another action computes the same outputs
@@ -221,6 +210,26 @@ class RunExecutor:
         for left in lefts:
             after = left if after is None else min(after, left)
         return after
+
+    def _ask_cache(self, key: ExecutionKey, spec: ExecutionSpec, action: Action, state: dict,
+                   task: tasks_pb2.TaskTemplate, tctx: TaskExecutionContext,
+                   now: datetime) -> tuple[CacheRun | None, CacheCheck | None]:
+        """Ask the catalog before the attempt runs, for a cached task: a hit ends the action SUCCEEDED (its outputs
+        written), a task the catalog cannot key FAILED; else what to do (run, or wait for another action)."""
+        cache = self._cache(key, spec, action, task, tctx)
+        if cache is None:
+            return None, None
+        cached = CacheState.from_dict(state.get("cache"))
+        try:
+            check = before_run(cache, cached)
+        except InvalidArgument as e:
+            self._end(action, state, Phase.ACTION_PHASE_FAILED, now, ErrorInfo(E.BAD_TASK_SPECIFICATION, str(e), USER))
+            return cache, None
+        state["cache"] = cached.to_dict()
+        if check.action == CacheAction.HIT:
+            action.started_at, action.output_uri = action.started_at or now, tctx.output_prefix
+            self._end(action, state, Phase.ACTION_PHASE_SUCCEEDED, now, None)
+        return cache, check
 
     def _cache(self, key: ExecutionKey, spec: ExecutionSpec, action: Action, task: tasks_pb2.TaskTemplate,
                tctx: TaskExecutionContext) -> CacheRun | None:

@@ -1,5 +1,5 @@
-"""Flyte 2's console pages in Chromium: the runs list with its filters, a run's action tree, an action's inputs
-and outputs, and aborting a run from its page."""
+"""Flyte 2's console pages in Chromium: the runs list with its filters, a run's action tree and timeline, an
+action's inputs and outputs, and aborting a run from its page."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ def test_runs_list_filters_and_leads_to_a_runs_actions_and_their_data(page, serv
     page.click(f"a:text-is('{remote['name']}')")
     page.wait_for_url(f"**/runs/{remote['name']}")
     assert page.locator("#run tr").count() == 5  # the header, the root and its three children
+    assert page.locator("#gantt .bar").count() == 4  # a bar on the timeline for each action
     page.click("#run a:text-is('gather_squares')")
     page.wait_for_url("**?i=a0")
     panel = page.locator("#action").inner_text()
