@@ -101,7 +101,7 @@ $(FLYTE2_VENV)/.installed:
 test-flyte2: $(VENV)/.dev-installed $(FLYTE2_VENV)/.installed
 	FLYTELITE_FLYTE2_PYTHON=$(abspath $(FLYTE2_VENV))/bin/python $(PY) -m pytest -q -p no:cacheprovider tests/flyte2 $(PYTEST_ARGS)
 	FLYTELITE_FLYTE2_PYTHON=$(abspath $(FLYTE2_VENV))/bin/python $(PY) -m pytest -q -p no:cacheprovider --db=postgresql \
-		tests/flyte2/test_runs.py tests/flyte2/test_faults.py $(PYTEST_ARGS)
+		tests/flyte2/test_runs.py tests/flyte2/test_faults.py tests/flyte2/test_cache.py $(PYTEST_ARGS)
 
 # ruff, then mypy over flytelite/ (its settings and per-module exceptions: pyproject.toml [tool.mypy]), then
 # the documentation site's strict build.

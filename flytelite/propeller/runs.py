@@ -3,12 +3,13 @@ plugins as Flyte 1 tasks' do.
 
 Flyte 2 has no workflow graph: a run is its root action `a0`, whose process enqueues children while it runs
 (ActionsService.Enqueue), and those theirs. The engine drives a run as one unit under one lease, as it drives a
-Flyte 1 execution; a round reads only the run's unfinished actions (runs/store.py) and writes the ones that
-changed, with the lease's fence, in one transaction. An action's attempt is a plugin attempt: its template is
-flyteidl2's TaskTemplate, which is flyteidl's with fields added, read as flyteidl's. A failed attempt is retried
-within the task's retries (a user error, after the task's backoff) or the engine's system retries (a system
-error), each attempt writing under `<run base>/<action>/<attempt>`. An aborted action, or one whose parent ended (a parent's process that
-ended cannot wait for it), is aborted with its attempt.
+Flyte 1 execution. A round glances at the run's unfinished actions (runs/store.py), looks only at those due (new,
+woken by their plugin, their time come, being aborted; see Memo) and writes the ones that changed, with the
+lease's fence, in one transaction: a round costs what changed, not what runs. An action's attempt is a plugin
+attempt: its template is flyteidl2's TaskTemplate, which is flyteidl's with fields added, read as flyteidl's. A
+failed attempt is retried within the task's retries (a user error, after the task's backoff) or the engine's
+system retries (a system error), each attempt writing under `<run base>/<action>/<attempt>`. An aborted action,
+or one whose parent ended (a parent's process that ended cannot wait for it), is aborted with its attempt.
 
 A cached task (flyte.Cache) is looked up before its attempt starts and its outputs stored once it succeeded,
 through the catalog as a Flyte 1 task node's (propeller/nodes/task/cache.py), serialized ones under the
@@ -24,8 +25,11 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import threading
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from flyteidl.core import identifier_pb2, literals_pb2, tasks_pb2
@@ -60,6 +64,10 @@ _PHASES = {PluginPhase.QUEUED: Phase.ACTION_PHASE_QUEUED, PluginPhase.INITIALIZI
            PluginPhase.RUNNING: Phase.ACTION_PHASE_RUNNING, PluginPhase.SUCCESS: Phase.ACTION_PHASE_SUCCEEDED}
 # Flyte 2's task type of the `flyte` SDK's Python tasks.
 PYTHON_TASK = "python"
+# A run's rounds look at every unfinished action at least this often (Memo), and at the QUEUED ones skipped
+# because an earlier one found no task slot after this many seconds (as the plugin polls for a slot).
+SWEEP_SECONDS = 30.0
+NO_ROOM_SECONDS = 1.0
 
 
 @dataclass
@@ -70,6 +78,70 @@ class Bound:
     code: str
     message: str
     final: bool
+
+
+@dataclass
+class Look:
+    """What a round learnt so far of its run's actions."""
+
+    # An action was told that every task slot is taken.
+    no_room: bool = False
+
+
+@dataclass
+class Memo:
+    """What a run's rounds remember between them, in this replica's memory: when each unfinished action needs a
+    look again, which ones something woke meanwhile, and what the last round saw. A round looks only at the
+    actions due (see due); the others cost it a glance (runs/store.py). Lost on a restart or a failed round, and
+    renewed every SWEEP_SECONDS: the round then looks at every action, which catches what this replica was not
+    told of (another replica's work on the run)."""
+
+    swept_at: float
+    # Monotonic time at which each action looked at is due again (inf: when woken).
+    at: dict[str, float] = field(default_factory=dict)
+    woken: set[str] = field(default_factory=set)
+    # Parents that had unfinished children, and the actions that were QUEUED, at the last round.
+    waiting: set[str] = field(default_factory=set)
+    queued: set[str] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def wake(self, name: str) -> None:
+        with self.lock:
+            self.woken.add(name)
+
+    def due(self, glances: list[store.Glance], live: set[str], waiting: set[str], clock: float) -> set[str]:
+        """The actions a round must look at: new ones, woken ones, those whose time came, those being aborted or
+        whose parent ended, parents whose children started or all ended, and, when one of the QUEUED ones was woken
+        (a task slot freed: the plugin wakes one waiter of a run), all the QUEUED ones."""
+        with self.lock:
+            woken, self.woken = self.woken, set()
+        room = bool(woken & self.queued)
+        return {g.name for g in glances
+                if g.name not in self.at or g.name in woken or self.at[g.name] <= clock or g.aborting
+                or (g.parent and g.parent not in live) or (g.name in waiting) != (g.name in self.waiting)
+                or (room and g.name in self.queued)}
+
+    def looked(self, action: Action, after: float | None, clock: float) -> None:
+        """Note a look at `action` that asked for another `after` seconds (None: when woken)."""
+        if action.done:
+            self.at.pop(action.name, None)
+            self.queued.discard(action.name)
+            return
+        self.at[action.name] = math.inf if after is None else clock + after
+        if action.phase == Phase.ACTION_PHASE_QUEUED:
+            self.queued.add(action.name)
+        else:
+            self.queued.discard(action.name)
+
+    def soonest(self, live: set[str], clock: float) -> float | None:
+        """Seconds until the first live action is due (None: when something wakes the run), forgetting the
+        actions that ended elsewhere."""
+        for name in [n for n in self.at if n not in live]:
+            del self.at[name]
+            self.queued.discard(name)
+        first = min(self.at.values(), default=math.inf)
+        first = min(first, self.swept_at + SWEEP_SECONDS)
+        return max(first - clock, 0.0) if first != math.inf else None
 
 
 @dataclass
@@ -88,43 +160,73 @@ class RunExecutor:
         self.ctx, self.plugins, self.wake, self.may_launch, self.persist = ctx, plugins, wake, may_launch, persist
         # Unfinished actions' specs and templates, read once per action (they never change).
         self._specs: dict[tuple[str, str, str, str], tuple[run_definition_pb2.ActionSpec, tasks_pb2.TaskTemplate]] = {}
+        # What the rounds of each run this replica drives remember between them.
+        self._memos: dict[ExecutionKey, Memo] = {}
 
     def handle(self, key: ExecutionKey, spec_json: str, abort_cause: str | None) -> RunRound:
-        spec = ExecutionSpec.from_json(spec_json)
-        actions = store.unfinished(self.ctx, key)
-        live = {a.name for a in actions}
-        changed: list[Action] = []
-        soonest: float | None = None
-        now = self.ctx.clock.now()
+        try:
+            return self._round(key, ExecutionSpec.from_json(spec_json), abort_cause)
+        except BaseException:
+            self._memos.pop(key, None)  # the next round looks at every action (this one's looks may not be saved)
+            raise
+
+    def _round(self, key: ExecutionKey, spec: ExecutionSpec, abort_cause: str | None) -> RunRound:
+        clock = time.monotonic()
+        glances = store.glance(self.ctx, key)
+        live = {g.name for g in glances}
         # Parents whose processes wait on children still running: their task slots are the children's meanwhile.
-        waiting = {a.parent for a in actions if a.parent}
+        waiting = {g.parent for g in glances if g.parent}
+        memo = self._memos.get(key)
+        if memo is None or abort_cause is not None or clock - memo.swept_at >= SWEEP_SECONDS:
+            memo = self._memos[key] = Memo(swept_at=clock)
+            due = live
+        else:
+            due = memo.due(glances, live, waiting, clock)
+        actions = store.unfinished(self.ctx, key, None if due == live else due)
+        changed: list[Action] = []
+        now = self.ctx.clock.now()
+        look = Look()
         for action in actions:
-            before = (action.phase, action.state_json, action.attempts, action.done)
-            state = json.loads(action.state_json)
+            name = action.name
             reason = abort_cause or action.abort_reason or (
                 f"its parent action {action.parent!r} ended" if action.parent and action.parent not in live else None)
+            if reason is None and look.no_room and name in memo.queued:
+                memo.at[name] = clock + NO_ROOM_SECONDS  # an earlier one found no task slot: neither would this one
+                continue
+            before = (action.phase, action.state_json, action.attempts, action.done)
+            state = json.loads(action.state_json)
             after: float | None = 0.0
             if reason is not None:
                 self._abort(key, spec, action, state, reason, now)
             else:
-                after = self._advance(key, spec, action, state, now, action.name in waiting)
+                after = self._advance(key, spec, action, state, now, name in waiting, look)
             action.state_json = json.dumps(state, sort_keys=True)
             if (action.phase, action.state_json, action.attempts, action.done) != before:
                 action.updated_at = now
                 changed.append(action)
                 after = 0.0 if not action.done else after
+            memo.looked(action, after, clock)
             if action.done:
-                self._specs.pop((key[0], key[1], key[2], action.name), None)
-            if after is not None:
-                soonest = after if soonest is None else min(soonest, after)
+                self._specs.pop((key[0], key[1], key[2], name), None)
         with self.ctx.db.session() as session:
             store.save(session, changed)
             # A child enqueued since the round read the run keeps it going (its parent having ended, it is aborted).
-            done = all(a.done for a in actions) and not store.any_unfinished(session, key)
+            done = live <= {a.name for a in actions if a.done} and not store.any_unfinished(session, key)
             self.persist(key, "{}", done, session)
         if changed:
             self.ctx.run_updates.publish(key)
-        return RunRound(done=done, requeue_after=None if done else soonest)
+        if done:
+            self._memos.pop(key, None)
+            return RunRound(done=True, requeue_after=None)
+        memo.waiting = waiting
+        return RunRound(done=False, requeue_after=memo.soonest(live, clock))
+
+    def _woken(self, key: ExecutionKey, name: str, delay: float | None) -> None:
+        """An action's plugin asks for a look (its process ended, ...): it is due in the run's next round."""
+        memo = self._memos.get(key)
+        if memo is not None:
+            memo.wake(name)
+        self.wake(key, delay)
 
     def record_failed_round(self, session: Session, key: ExecutionKey, row, error: BaseException, limit: int) -> bool:
         """Count a round of the run that raised (in `row`, its FlyteWorkflow row, in `session`); the `limit`th
@@ -148,9 +250,9 @@ class RunExecutor:
 
     # -- one action --------------------------------------------------------------------------------------
     def _advance(self, key: ExecutionKey, spec: ExecutionSpec, action: Action, state: dict, now: datetime,
-                 waiting: bool) -> float | None:
-        """Move a task action on (`waiting`: it has children still running); returns when to look again (None:
-        when woken)."""
+                 waiting: bool, look: Look) -> float | None:
+        """Move a task action on (`waiting`: it has children still running; `look`: what the round learnt so
+        far); returns when to look again (None: when woken)."""
         if action.kind != "task":
             self._end(action, state, Phase.ACTION_PHASE_FAILED, now, ErrorInfo(
                 E.NODE_KIND_NOT_SUPPORTED, f"action {action.name} is a {action.kind}, which flytelite does not run yet",
@@ -176,6 +278,7 @@ class RunExecutor:
             info = PluginPhaseInfo(PluginPhase.QUEUED, poll_after=check.recheck_after)
         else:
             info = plugin.handle(tctx)
+            look.no_room = look.no_room or info.no_room
         state["logs"] = [{"uri": log.uri, "name": log.name} for log in info.logs] or state.get("logs", [])
         if info.phase in (PluginPhase.RUNNING, PluginPhase.SUCCESS) and action.started_at is None:
             action.started_at = now
@@ -366,7 +469,7 @@ class RunExecutor:
             ctx=self.ctx, key=key, spec=spec, workflow_id=identifier_pb2.Identifier(), node_id=action.name,
             attempt=attempt - 1, task=task, input_uri=action_spec.input_uri,
             output_prefix=store.attempt_prefix(self.ctx, key, action.name, attempt),
-            state=state.setdefault("plugin", {}), wake=lambda delay: self.wake(key, delay),
+            state=state.setdefault("plugin", {}), wake=lambda delay: self._woken(key, action.name, delay),
             may_launch=lambda: self.may_launch(key),
             template_vars={"runName": key[2], "actionName": action.name,
                            "runStartTime": run_start.ToJsonString() if run_start.seconds else ""},

@@ -7,6 +7,8 @@ retried parent finds the children its earlier attempt started.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 
 from flyteidl2.common import phase_pb2
@@ -23,6 +25,8 @@ from flytelite.store.models import Action, FlyteWorkflow
 
 Phase = phase_pb2.ActionPhase
 ROOT = "a0"
+# Names in one IN (...) of a query (SQLite allows 32766 parameters; PostgreSQL's plans stay small).
+_IN_CHUNK = 500
 TERMINAL = frozenset({Phase.ACTION_PHASE_SUCCEEDED, Phase.ACTION_PHASE_FAILED, Phase.ACTION_PHASE_ABORTED,
                       Phase.ACTION_PHASE_TIMED_OUT, Phase.ACTION_PHASE_RECOVERED})
 
@@ -186,11 +190,36 @@ def roots(ctx: Context, project: str = "", domain: str = "", *, updated_since: d
         return list(s.scalars(query))
 
 
-def unfinished(ctx: Context, key: ExecutionKey) -> list[Action]:
+def unfinished(ctx: Context, key: ExecutionKey, names: Iterable[str] | None = None) -> list[Action]:
+    """A run's unfinished actions (those of `names` only, when given), the oldest first."""
+    query = select(Action).where(Action.project == key[0], Action.domain == key[1], Action.run_name == key[2],
+                                 Action.done.is_(False))
+    if names is None:
+        with ctx.db.session() as s:
+            return list(s.scalars(query.order_by(Action.created_at, Action.name)))
+    found: list[Action] = []
+    wanted = sorted(names)
     with ctx.db.session() as s:
-        return list(s.scalars(select(Action).where(
-            Action.project == key[0], Action.domain == key[1], Action.run_name == key[2],
-            Action.done.is_(False)).order_by(Action.created_at)))
+        for start in range(0, len(wanted), _IN_CHUNK):
+            found += s.scalars(query.where(Action.name.in_(wanted[start:start + _IN_CHUNK])))
+    return sorted(found, key=lambda a: (created_at(a), a.name))
+
+
+@dataclass(frozen=True)
+class Glance:
+    """What a round reads of every unfinished action of its run (the rest only of those it looks at)."""
+
+    name: str
+    parent: str
+    aborting: bool
+
+
+def glance(ctx: Context, key: ExecutionKey) -> list[Glance]:
+    """The run's unfinished actions, at a glance."""
+    with ctx.db.session() as s:
+        rows = s.execute(select(Action.name, Action.parent, Action.abort_reason).where(
+            Action.project == key[0], Action.domain == key[1], Action.run_name == key[2], Action.done.is_(False)))
+        return [Glance(name, parent, reason is not None) for name, parent, reason in rows]
 
 
 def any_unfinished(session: Session, key: ExecutionKey) -> bool:

@@ -198,7 +198,7 @@ class LocalProcessPlugin(Plugin):
         if not self.slots.take(st.marker, lambda: tctx.wake(None), waiter=tctx.key):
             # A new phase version: the wait is reported once (TaskExecutionEvent QUEUED with this reason).
             return PluginPhaseInfo(PluginPhase.QUEUED, version=ROOM_VERSION, reason=self.slots.reason,
-                                   poll_after=POLL_SECONDS)
+                                   poll_after=POLL_SECONDS, no_room=True)
         try:
             argv, env = self.process.command(tctx, self._attempt(st))
         except TemplateError as e:

@@ -61,6 +61,8 @@ class PluginPhaseInfo:
     poll_after: float | None = None
     # Plugin-specific details for the task execution's closure (an agent's custom_info).
     custom_info: struct_pb2.Struct | None = None
+    # QUEUED because every task slot is taken: attempts queued after this one would be told the same.
+    no_room: bool = False
 
     @classmethod
     def failure(cls, code: str, message: str, *, kind: int, retryable: bool, logs=None,
