@@ -62,8 +62,9 @@ log = logging.getLogger(__name__)
 
 _PHASES = {PluginPhase.QUEUED: Phase.ACTION_PHASE_QUEUED, PluginPhase.INITIALIZING: Phase.ACTION_PHASE_INITIALIZING,
            PluginPhase.RUNNING: Phase.ACTION_PHASE_RUNNING, PluginPhase.SUCCESS: Phase.ACTION_PHASE_SUCCEEDED}
-# Flyte 2's task type of the `flyte` SDK's Python tasks.
-PYTHON_TASK = "python"
+# Flyte 2's task types of the `flyte` SDK's Python tasks: plain, and of a reusable environment (ReusePolicy), whose
+# calls run as the plain ones do (each in a process of its own, plugins/local/action.py).
+TASK_TYPES = ("python", "actor")
 # A run's rounds look at every unfinished action at least this often (Memo), and at the QUEUED ones skipped
 # because an earlier one found no task slot after this many seconds (as the plugin polls for a slot).
 SWEEP_SECONDS = 30.0
@@ -455,9 +456,9 @@ class RunExecutor:
         return self._spec(key, action)[1]
 
     def _plugin(self, task: tasks_pb2.TaskTemplate, key: ExecutionKey) -> Plugin:
-        if task.type != PYTHON_TASK:
+        if task.type not in TASK_TYPES:
             raise PluginNotFound(f"task {task.id.name} is of type {task.type!r}; flytelite runs Flyte 2 tasks of "
-                                 f"type {PYTHON_TASK!r} only, for now")
+                                 f"types {', '.join(TASK_TYPES)} only, for now")
         return self.plugins.get(task, key)
 
     def _context(self, key: ExecutionKey, spec: ExecutionSpec, action: Action, state: dict,

@@ -24,6 +24,7 @@ CASES = [
     ("nothing_out", {"x": 1}),             # no outputs
     ("move_point", {"p": {"x": 1, "y": 1.5, "label": "a"}, "dx": 2}),  # a dataclass in and out
     ("file_round_trip", {"text": "hello"}),  # a File written by one child, opened by another
+    ("calls_reused", {"n": 3}),            # children of a reusable environment (ReusePolicy: task type "actor")
 ]
 
 

@@ -33,7 +33,8 @@ _CLIENT_CONFIGS = ("FLYTECTL_CONFIG", "UCTL_CONFIG")
 
 class ActionProcess(TaskProcess):
     id = "flyte2-action"
-    task_types = ("python",)
+    # "actor": a task of a reusable environment (flyte.ReusePolicy), run as a plain one (see command).
+    task_types = ("python", "actor")
 
     def refuse(self, tctx: TaskExecutionContext) -> PluginPhaseInfo | None:
         container = tctx.container
@@ -52,6 +53,13 @@ class ActionProcess(TaskProcess):
         return None
 
     def command(self, tctx: TaskExecutionContext, attempt: Attempt) -> tuple[list[str], dict[str, str]]:
+        if tctx.task.type == "actor":
+            log = Path(attempt.log_path)
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with log.open("a") as out:
+                out.write(f"[flytelite] {tctx.task.id.name} is a task of a reusable environment (ReusePolicy): "
+                          "flytelite runs it in a process of its own, as a task without one; it reuses no "
+                          "replica yet\n")
         bin_dir = os.path.dirname(self.ctx.config.interpreter_for(tctx.container.image))
         argv = rendered_command(tctx)
         argv = [os.path.join(bin_dir, ENTRYPOINT), *argv[1:]]

@@ -146,3 +146,16 @@ async def reports(title: str) -> int:
     tab.log(f"<h2>{title}</h2>")
     await flyte.report.flush.aio()
     return len(title)
+
+
+reusable = flyte.TaskEnvironment(name="reusable", reusable=flyte.ReusePolicy(replicas=1, concurrency=2))
+
+
+@reusable.task
+async def reused_square(x: int) -> int:
+    return x * x
+
+
+@env.task
+async def calls_reused(n: int) -> list[int]:
+    return list(await asyncio.gather(*[reused_square(i) for i in range(n)]))
