@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 
 from flyteidl.core import literals_pb2
 from flyteidl2.common import phase_pb2
+from flyteidl2.workflow import run_definition_pb2
 
 from flytelite.connect import details
 from flytelite.console.gantt import Row, render_rows
@@ -42,8 +43,8 @@ def run_url(project: str, domain: str, run: str, action: str = "") -> str:
     return f"/v2/domain/{domain}/project/{project}/runs/{run}" + (f"?{urlencode({'i': action})}" if action else "")
 
 
-def _title(action: Action) -> str:
-    metadata = details.metadata(action)
+def _title(action: Action, metadata: run_definition_pb2.ActionMetadata | None = None) -> str:
+    metadata = metadata or details.metadata(action)
     return metadata.task.short_name or metadata.trace.name or metadata.condition.name or action.kind
 
 
@@ -117,9 +118,11 @@ def _row(project: str, domain: str, action: Action, depth: int, selected: bool) 
     error = f"<pre>{esc(info.code)}: {esc(info.message)}</pre>" if info is not None else ""
     indent = f"padding-left:{depth * 1.5}em"
     href = run_url(project, domain, action.run_name, action.name)
+    metadata = details.metadata(action)
+    group = f" · group {esc(metadata.group)}" if metadata.group else ""
     return (f"<tr{' class=selected' if selected else ''}><td style='{indent}'>"
-            f"<a href='{esc(href)}'>{esc(_title(action))}</a> <span class='muted'>{esc(action.kind)} "
-            f"{esc(action.name)}</span></td>"
+            f"<a href='{esc(href)}'>{esc(_title(action, metadata))}</a> <span class='muted'>{esc(action.kind)} "
+            f"{esc(action.name)}{group}</span></td>"
             f"<td>{phase_badge(phase_name(action.phase))}</td><td>{action.attempts}</td>"
             f"<td>{esc(fmt_duration(_duration(action)))}</td><td>{error}</td><td>{logs}</td></tr>")
 

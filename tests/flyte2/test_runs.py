@@ -54,6 +54,7 @@ def test_the_run_page_shows_the_action_tree(server):
     with urllib.request.urlopen(url, timeout=30) as page:
         text = page.read().decode()
     assert text.count(">square</a>") == 3 and ">gather_squares</a>" in text
+    assert text.count(" · group squares<") == 3  # the children's flyte.group
     assert text.count(">SUCCEEDED<") == 5 and text.count(">Task log (local process)<") == 4  # the run's, each action's
     runs = run_service_connect.RunServiceClientSync(server.url, timeout_ms=120_000)
     stream = runs.watch_actions(run_service_pb2.WatchActionsRequest(run_id=identifier_pb2.RunIdentifier(
