@@ -97,11 +97,13 @@ $(FLYTE2_VENV)/.installed:
 	$(FLYTE2_VENV)/bin/python -m pip install -q "flyte==$(FLYTE_SDK)"
 	touch $@
 
-# The runs and the faults again on PostgreSQL (a cluster the tests start, as for make test-postgres).
+# Then runs of each shape, the faults and the cache again on PostgreSQL (a cluster the tests start, as for
+# make test-postgres).
 test-flyte2: $(VENV)/.dev-installed $(FLYTE2_VENV)/.installed
 	FLYTELITE_FLYTE2_PYTHON=$(abspath $(FLYTE2_VENV))/bin/python $(PY) -m pytest -q -p no:cacheprovider tests/flyte2 $(PYTEST_ARGS)
 	FLYTELITE_FLYTE2_PYTHON=$(abspath $(FLYTE2_VENV))/bin/python $(PY) -m pytest -q -p no:cacheprovider --db=postgresql \
-		tests/flyte2/test_runs.py tests/flyte2/test_faults.py tests/flyte2/test_cache.py $(PYTEST_ARGS)
+		tests/flyte2/test_runs.py::test_remote_run_equals_the_local_run tests/flyte2/test_faults.py \
+		tests/flyte2/test_cache.py $(PYTEST_ARGS)
 
 # ruff, then mypy over flytelite/ (its settings and per-module exceptions: pyproject.toml [tool.mypy]), then
 # the documentation site's strict build.

@@ -20,6 +20,7 @@ from flyteidl2.auth import auth_service_pb2
 from flyteidl2.common import identifier_pb2
 from flyteidl2.project import project_service_pb2
 from google.protobuf.message import Message
+from starlette.concurrency import run_in_threadpool
 
 from flytelite.admin.audit import AuditLog, describe
 from flytelite.admin.audit import Caller as AuditCaller
@@ -77,7 +78,7 @@ class Guard:
                 named = target(request)
                 if not named[2] and response is not None:  # a run the server named (CreateRun's project_id)
                     named = target(response)
-                self.audit.record(rpc, named, who, outcome, message)
+                await run_in_threadpool(self.audit.record, rpc, named, who, outcome, message)
 
     async def intercept_server_stream(self, call_next: Callable[[Any, RequestContext], AsyncIterator[Any]],
                                       request, ctx: RequestContext) -> AsyncIterator[Any]:

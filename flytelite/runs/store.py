@@ -158,7 +158,7 @@ def run_exists(ctx: Context, key: ExecutionKey) -> bool:
 def run_actions(ctx: Context, key: ExecutionKey, updated_since: datetime | None = None) -> list[Action]:
     """Every action of a run (changed at or after `updated_since`, when given), the oldest first (none: no such
     run)."""
-    query = select(Action).where(Action.project == key[0], Action.domain == key[1], Action.run_name == key[2])
+    query = actions_query(key)
     if updated_since is not None:
         query = query.where(Action.updated_at >= updated_since)
     with ctx.db.session() as s:
@@ -171,11 +171,9 @@ def roots(ctx: Context, project: str = "", domain: str = "", *, updated_since: d
     """Runs' root actions, of a project and domain (of every project without one): changed at or after
     `updated_since`, created in [`created_from`, `created_to`), in `phase`; the `newest` created, newest first,
     or all by creation."""
-    query = select(Action).where(Action.parent == "", Action.name == ROOT)
+    query = runs_query(project, domain) if project else select(Action).where(Action.parent == "", Action.name == ROOT)
     if phase is not None:
         query = query.where(Action.phase == phase)
-    if project:
-        query = query.where(Action.project == project, Action.domain == domain)
     if updated_since is not None:
         query = query.where(Action.updated_at >= updated_since)
     if created_from is not None:
