@@ -69,6 +69,8 @@ TASK_TYPES = ("python", "actor")
 # because an earlier one found no task slot after this many seconds (as the plugin polls for a slot).
 SWEEP_SECONDS = 30.0
 NO_ROOM_SECONDS = 1.0
+# Up to this many unfinished actions, a round reads them all in one query rather than glancing first.
+READ_WHOLE = 64
 
 
 @dataclass
@@ -173,17 +175,23 @@ class RunExecutor:
 
     def _round(self, key: ExecutionKey, spec: ExecutionSpec, abort_cause: str | None) -> RunRound:
         clock = time.monotonic()
-        glances = store.glance(self.ctx, key)
+        memo = self._memos.get(key)
+        # A run of few unfinished actions is read whole at once; a larger one glanced at, then read as due.
+        rows = store.unfinished(self.ctx, key) if memo is None or len(memo.at) <= READ_WHOLE else None
+        glances = ([store.Glance(a.name, a.parent, a.abort_reason is not None) for a in rows] if rows is not None
+                   else store.glance(self.ctx, key))
         live = {g.name for g in glances}
         # Parents whose processes wait on children still running: their task slots are the children's meanwhile.
         waiting = {g.parent for g in glances if g.parent}
-        memo = self._memos.get(key)
         if memo is None or abort_cause is not None or clock - memo.swept_at >= SWEEP_SECONDS:
             memo = self._memos[key] = Memo(swept_at=clock)
             due = live
         else:
             due = memo.due(glances, live, waiting, clock)
-        actions = store.unfinished(self.ctx, key, None if due == live else due)
+        if rows is not None:
+            actions = [a for a in rows if a.name in due]
+        else:
+            actions = store.unfinished(self.ctx, key, None if due == live else due)
         changed: list[Action] = []
         now = self.ctx.clock.now()
         look = Look()
