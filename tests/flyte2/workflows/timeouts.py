@@ -12,11 +12,16 @@ import flyte.errors
 env = flyte.TaskEnvironment(name="timeouts")
 
 
-@env.task(timeout=flyte.Timeout(max_runtime=timedelta(seconds=2)), retries=1)
-async def overruns(marker_dir: str) -> str:
-    with open(os.path.join(marker_dir, "overruns.log"), "a") as log:
+async def _sleep_past_its_bound(marker_dir: str, log_name: str) -> None:
+    """Note the attempt in `log_name`, then sleep far longer than any bound of these tasks."""
+    with open(os.path.join(marker_dir, log_name), "a") as log:
         log.write(f"attempt {os.environ.get('FLYTE_ATTEMPT_NUMBER')}\n")
     await asyncio.sleep(600)
+
+
+@env.task(timeout=flyte.Timeout(max_runtime=timedelta(seconds=2)), retries=1)
+async def overruns(marker_dir: str) -> str:
+    await _sleep_past_its_bound(marker_dir, "overruns.log")
     return "slept through max_runtime"
 
 
@@ -30,9 +35,7 @@ async def catches_overrun(marker_dir: str) -> str:
 
 @env.task(timeout=flyte.Timeout(deadline=timedelta(seconds=3)), retries=3)
 async def misses_deadline(marker_dir: str) -> str:
-    with open(os.path.join(marker_dir, "deadline.log"), "a") as log:
-        log.write(f"attempt {os.environ.get('FLYTE_ATTEMPT_NUMBER')}\n")
-    await asyncio.sleep(600)
+    await _sleep_past_its_bound(marker_dir, "deadline.log")
     return "slept through the deadline"
 
 
