@@ -22,3 +22,19 @@ def attempts_processes(execution: str, with_pids: bool = False) -> list:
             except OSError:
                 continue
     return found
+
+
+def attempts_roots(execution: str) -> list[str]:
+    """Command lines of the attempts' processes that no other of them started: the processes the plugin started,
+    without the children they fork (a child between fork and exec carries its parent's command line)."""
+    found = dict(attempts_processes(execution, with_pids=True))
+    roots = []
+    for pid, line in found.items():
+        try:
+            # The parent's pid is the field after the command name, which is in parentheses and may hold spaces.
+            parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent not in found:
+            roots.append(line)
+    return roots

@@ -6,7 +6,7 @@ from __future__ import annotations
 import yaml
 
 from flytelite.testing import make_server
-from tests.attempts import attempts_processes
+from tests.attempts import attempts_roots
 from tests.e2e.flyte_cli import wait_for
 from tests.flyte2.conftest import NO_SDK, PYTHON, SUCCEEDED, drive, run_phase
 
@@ -38,7 +38,7 @@ def test_a_map_never_runs_more_processes_than_the_slots(tmp_path):
         def ended() -> bool:
             nonlocal most
             # The attempts' own processes (an attempt may run tar, gzip or git for a moment as well).
-            most = max(most, sum("/a0 --inputs " in line for line in attempts_processes(name)))
+            most = max(most, sum("/a0 --inputs " in line for line in attempts_roots(name)))
             return run_phase(server, name) == SUCCEEDED
 
         wait_for(ended, "the map to succeed", timeout=600)
