@@ -145,6 +145,7 @@ def default_plugins(ctx) -> PluginRegistry:
     from flytelite.plugins.echo import EchoPlugin
     from flytelite.plugins.local.action import ActionProcess
     from flytelite.plugins.local.plugin import LocalProcessPlugin
+    from flytelite.plugins.sleep import SleepPlugin
 
     routed: dict[str, list[Plugin]] = {}
     if ctx.config.uses_kubernetes:
@@ -166,4 +167,5 @@ def default_plugins(ctx) -> PluginRegistry:
     # All start processes on this machine: they share its task slots and the cleaner of their folders.
     others = [LocalProcessPlugin(ctx, process(ctx), shares_with=local) for process in (
         RawContainerProcess, SparkProcess, RayProcess, DaskProcess, PyTorchProcess, MPIProcess, ActionProcess)]
-    return PluginRegistry([local, *others, EchoPlugin()], routed, ctx.config.plugin_for, agents, default=local)
+    return PluginRegistry([local, *others, EchoPlugin(), SleepPlugin()], routed, ctx.config.plugin_for, agents,
+                          default=local)
