@@ -35,6 +35,7 @@ class BadSleep(ValueError):
 @dataclass
 class SleepState(PluginState):
     started: str = ""  # ISO time of the attempt's first look
+    seconds: float = 0.0  # the duration, read from the inputs at the first look
 
 
 def duration_of(tctx: TaskExecutionContext) -> float:
@@ -64,18 +65,18 @@ class SleepPlugin(Plugin):
     task_types = (TASK_TYPE,)
 
     def handle(self, tctx: TaskExecutionContext) -> PluginPhaseInfo:
-        try:
-            seconds = duration_of(tctx)
-        except BadSleep as e:
-            return PluginPhaseInfo.failure(E.BAD_TASK_SPECIFICATION, str(e), kind=USER, retryable=False)
-        if seconds == 0:
-            return PluginPhaseInfo(PluginPhase.SUCCESS)
         now = tctx.ctx.clock.now()
         st = SleepState.load(tctx.state)
         if not st.started:
+            try:
+                st.seconds = duration_of(tctx)
+            except BadSleep as e:
+                return PluginPhaseInfo.failure(E.BAD_TASK_SPECIFICATION, str(e), kind=USER, retryable=False)
+            if st.seconds == 0:
+                return PluginPhaseInfo(PluginPhase.SUCCESS)
             st.started = now.isoformat()
             st.store(tctx.state)
-        left = seconds - (now - datetime.fromisoformat(st.started)).total_seconds()
+        left = st.seconds - (now - datetime.fromisoformat(st.started)).total_seconds()
         if left <= 0:
             return PluginPhaseInfo(PluginPhase.SUCCESS)
-        return PluginPhaseInfo(PluginPhase.RUNNING, reason=f"sleeping {seconds:g} s", poll_after=left)
+        return PluginPhaseInfo(PluginPhase.RUNNING, reason=f"sleeping {st.seconds:g} s", poll_after=left)

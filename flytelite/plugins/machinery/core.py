@@ -8,14 +8,13 @@ writes through a PluginState dataclass of its own.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from flyteidl.core import execution_pb2, identifier_pb2, literals_pb2, tasks_pb2
 from google.protobuf import struct_pb2
@@ -26,6 +25,25 @@ from flytelite.plugins.machinery.target import task_container
 from flytelite.store.flyteworkflow import ExecutionSpec
 
 TaskPhase = execution_pb2.TaskExecution.Phase
+
+
+_Value = TypeVar("_Value")
+
+
+class computed_once(Generic[_Value]):
+    """A property computed on first use and kept in the instance, as functools.cached_property, without the lock
+    that Python 3.11's shares among all instances of a class: the engine's workers would wait on each other's
+    reads of their attempts' inputs."""
+
+    def __init__(self, func: Callable[[Any], _Value]):
+        self.func = func
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: object, owner: type | None = None) -> _Value:
+        value = instance.__dict__[self.name] = self.func(instance)
+        return value
 
 
 class PluginPhase(Enum):
@@ -133,7 +151,7 @@ class TaskExecutionContext:
     # Template variables of this kind of task besides Flyte's (machinery/template.py), by name.
     template_vars: dict[str, str] = field(default_factory=dict)
 
-    @functools.cached_property
+    @computed_once
     def container(self) -> tasks_pb2.Container:
         """The container the task runs in: its own, or its pod spec's primary one (machinery/target.py)."""
         return task_container(self.task)
@@ -167,7 +185,7 @@ class TaskExecutionContext:
     def namespace(self) -> str:
         return f"{self.key[0]}-{self.key[1]}"
 
-    @functools.cached_property
+    @computed_once
     def inputs(self) -> literals_pb2.LiteralMap:
         return self.ctx.blobs.read_proto_if_exists(self.input_uri, literals_pb2.LiteralMap) or literals_pb2.LiteralMap()
 
