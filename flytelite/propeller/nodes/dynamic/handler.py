@@ -24,6 +24,7 @@ from flytelite.propeller.nodes.dynamic.workflow import (
     FUTURES_NAME,
     DynamicBuildError,
     build_dynamic_workflow,
+    forget_dynamic_workflow,
     load_dynamic_workflow,
 )
 from flytelite.propeller.nodes.handler import EPhase, NodeExecutionContext, NodeHandler, PhaseInfo
@@ -95,6 +96,8 @@ class DynamicNodeHandler(NodeHandler):
 
     def finalize(self, nctx: NodeExecutionContext) -> None:
         self.task_handler.finalize(nctx)
+        if nctx.status.dynamic_phase == EXECUTING:
+            forget_dynamic_workflow(posixpath.join(nctx.output_dir, COMPILED_NAME))
 
     def child_scope(self, nctx: NodeExecutionContext) -> DagScope | None:
         if nctx.status.dynamic_phase != EXECUTING:

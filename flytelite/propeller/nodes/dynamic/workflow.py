@@ -25,7 +25,7 @@ from flytelite.storage import BlobStore
 
 FUTURES_NAME = "futures.pb"
 COMPILED_NAME = "dynamic_compiled.pb"
-# Compiled dynamic workflows kept in memory (each is re-read from its blob when evicted).
+# Compiled dynamic workflows kept in memory while their nodes run (each is re-read from its blob when evicted).
 _CACHE_SIZE = 256
 _cache: OrderedDict[str, ExecutableWorkflow] = OrderedDict()
 _lock = threading.Lock()
@@ -79,6 +79,12 @@ def load_dynamic_workflow(blobs: BlobStore, compiled_uri: str) -> ExecutableWork
     dag = ExecutableWorkflow(closure)
     _remember(compiled_uri, dag)
     return dag
+
+
+def forget_dynamic_workflow(compiled_uri: str) -> None:
+    """The node that ran this workflow is done: nothing reads it from memory again."""
+    with _lock:
+        _cache.pop(compiled_uri, None)
 
 
 def _remember(uri: str, dag: ExecutableWorkflow) -> None:
