@@ -8,10 +8,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from flytekit.models.core.execution import WorkflowExecutionPhase
+from flytekit.models.core.execution import NodeExecutionPhase, WorkflowExecutionPhase
 
 from tests.attempts import attempts_processes
-from tests.e2e.flyte_cli import copy_workflows, run_remote, wait_for
+from tests.e2e.flyte_cli import copy_workflows, remote_for, run_remote, wait_for
 from tests.e2e.test_nested import real_children, wait
 
 pytestmark = pytest.mark.e2e
@@ -62,3 +62,30 @@ def test_a_sleep_task_without_a_duration_input_fails_saying_why(server, remote, 
     assert ex.closure.phase == WorkflowExecutionPhase.FAILED
     assert ex.error.code == "BadTaskSpecification", ex.error
     assert "input 'seconds' of task" in ex.error.message and "must be typed as duration" in ex.error.message
+
+
+def test_twenty_thousand_leaves_in_one_dynamic_workflow_finish_in_bounded_memory(fresh_server, tmp_path):
+    """One dynamic workflow of 20,000 core-sleep leaves, all in flight at once: each runs once, and the server's
+    peak memory stays under the 1 GiB that Flyte's benchmark sets for 200,000 actions."""
+    remote = remote_for(fresh_server)
+    name = run_remote(fresh_server, sleep_folder(tmp_path), "sleep_flows.py", "many_naps_wf")
+    wait_for(lambda: remote.fetch_execution(name=name).is_done, "the naps to end", timeout=600)
+    # Not FlyteRemote.wait, which would fetch every node and task execution one by one.
+    ex = remote.sync_execution(remote.fetch_execution(name=name), sync_nodes=False)
+    assert ex.closure.phase == WorkflowExecutionPhase.SUCCEEDED, ex.error
+    assert ex.outputs["o0"] == 20_000
+    leaves, token = [], ""
+    while True:  # a page holds at most 10,000
+        page, token = remote.client.list_node_executions(ex.id, limit=10_000, token=token,
+                                                         unique_parent_id="n0")
+        leaves += [leaf for leaf in page if leaf.metadata.spec_node_id.startswith("dn")]
+        if not token:
+            break
+    assert len(leaves) == 20_000 and all(leaf.closure.phase == NodeExecutionPhase.SUCCEEDED for leaf in leaves)
+    assert peak_memory_mib(fresh_server.proc.pid) < 1024
+
+
+def peak_memory_mib(pid: int) -> float:
+    """A process's peak resident memory (VmHWM)."""
+    line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024

@@ -31,3 +31,8 @@ def naps_wf(n: int = 20, seconds: int = 2) -> int:
 @workflow
 def bad_nap_wf() -> None:
     bad_nap(seconds=1)
+
+
+@workflow
+def many_naps_wf(n: int = 20000) -> int:
+    return naps(n=n, seconds=0)
