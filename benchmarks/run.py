@@ -11,6 +11,8 @@ Sections (each row a median of several runs; slow baselines get fewer, the table
   peers' figures from the same run as baselines;
 - the pytest plugin (benchmarks/pytest_plugin.py): its server ready, a hello-world test;
 - Flyte 2 (benchmarks/flyte2.py): the `flyte` SDK's runs, an action's floor, a chain of 100, a map of 1,000;
+- flyte-benchmarks (benchmarks/flyte_benchmarks/): Flyte's own benchmark scripts (fan-out, long chain,
+  concurrency, swarm of core-sleep leaves) run unmodified against a fresh server, beside the published figures;
 - postgresql (benchmarks/postgres.py): the engine-only rows and the 1,000 concurrent executions on a
   throwaway PostgreSQL cluster, the latter with 1 and with 3 replicas (skipped when PostgreSQL's server
   binaries are not installed).
@@ -21,7 +23,8 @@ measuring would slow the disk under the next row).
     python -m benchmarks.run [--runs N] [--out PATH] [--only SECTION[,SECTION...]]
     make bench BENCH_ARGS="--only postgresql --runs 1"
 
-`--only` measures some sections (engine, concurrent, peers, real, postgresql, kubernetes, compute, pytest, flyte2);
+`--only` measures some sections (engine, concurrent, peers, real, postgresql, kubernetes, compute, pytest, flyte2,
+flyte-benchmarks);
 such a partial run writes benchmarks/results/partial.md unless --out says otherwise, so latest.md always holds a whole run.
 """
 
@@ -46,6 +49,7 @@ from benchmarks.compute import compute_rows
 from benchmarks.concurrent import concurrent_rows
 from benchmarks.engine_only import engine_rows
 from benchmarks.flyte2 import flyte2_rows
+from benchmarks.flyte_benchmarks import flyte_benchmark_rows
 from benchmarks.k8s_pods import k8s_rows
 from benchmarks.peers import PeerResult, measure_peers, peer_rows
 from benchmarks.postgres import postgres_rows
@@ -75,10 +79,13 @@ def sections(root: Path, runs: int) -> dict[str, tuple[str, Callable[[], list[Ro
         "compute": ("compute engines: Spark, Ray and Dask tasks", lambda: compute_rows(root, runs=runs)),
         "pytest": ("pytest plugin", lambda: pytest_plugin_rows(runs=runs)),
         "flyte2": ("Flyte 2: the flyte SDK", lambda: flyte2_rows(root, runs=runs)),
+        "flyte-benchmarks": ("flyte-benchmarks: Flyte's own benchmark scripts",
+                             lambda: flyte_benchmark_rows(root / "flyte-benchmarks", runs=runs)),
     }
 
 
-SECTION_NAMES = ("engine", "concurrent", "peers", "real", "postgresql", "kubernetes", "compute", "pytest", "flyte2")
+SECTION_NAMES = ("engine", "concurrent", "peers", "real", "postgresql", "kubernetes", "compute", "pytest", "flyte2",
+                 "flyte-benchmarks")
 
 
 def measure(every: dict[str, tuple[str, Callable[[], list[Row]]]], chosen: list[str]) -> tuple[list[Row], list[str]]:
@@ -212,6 +219,11 @@ How each row is measured (see the modules in benchmarks/ for the code):
   real server through scripts/flyte2_run.py; a run's time is its root action's, from its process's start to its
   end (ActionStatus.duration_ms). Each action is a cold `a0` process. The published figures are flyte-benchmarks'
   Flyte 2 runs on an 8 GiB orchestrator pod of a Kubernetes cluster.
+- *flyte-benchmarks*: Flyte's own scripts (github:flyteorg/flyte-benchmarks, scripts/v1, at a pinned commit) run
+  unmodified, as a new user runs them, against a fresh server on the default configuration, with a stand-in for
+  flytekit's sleep plugin beside them (benchmarks/flyte_benchmarks/). A row is the server's clock: the first
+  execution's creation to the last one's end; the script's own time (it polls every 5 s) and the server's peak
+  memory are beside it, with the figures Flyte published (8 GiB orchestrator pods on clusters).
 - *flytekit local*: the same workflow function called in this Python process (flytekit's local execution).
 - *flytekit's pyflyte-map-execute alone*: the map row's items through flytekit's entrypoint in plain
   processes (one per core, forked after importing flytekit; benchmarks/map_floor.py), no server: each item

@@ -78,10 +78,17 @@ class BenchServer:
 
     def peak_rss_mib(self) -> float:
         """The server's peak resident memory (VmHWM) so far."""
+        return self._memory_mib("VmHWM")
+
+    def rss_mib(self) -> float:
+        """The server's resident memory now (VmRSS)."""
+        return self._memory_mib("VmRSS")
+
+    def _memory_mib(self, field: str) -> float:
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
-        raise RuntimeError(f"no VmHWM in /proc/{self.pid}/status")
+        raise RuntimeError(f"no {field} in /proc/{self.pid}/status")
 
     # -- launching ----------------------------------------------------------------------------
     def pyflyte_run(self, file: str, workflow: str, *args: str, client: Path | None = None) -> str:
@@ -133,6 +140,16 @@ class BenchServer:
             id=common_pb2.NamedEntityIdentifier(project=P, domain=D), limit=10,
             filters="value_in(phase,FAILED;ABORTED;TIMED_OUT)"))
         return len(listed.executions)
+
+    def executions(self) -> list[execution_pb2.Execution]:
+        """Every execution of the benchmarks' project and domain."""
+        found, token = [], ""
+        while True:
+            page = self.stub.ListExecutions(common_pb2.ResourceListRequest(
+                id=common_pb2.NamedEntityIdentifier(project=P, domain=D), limit=1000, token=token))
+            found += page.executions
+            if not (token := page.token):
+                return found
 
     def nodes(self, name: str) -> list[node_execution_pb2.NodeExecution]:
         return list(self.stub.ListNodeExecutions(node_execution_pb2.NodeExecutionListRequest(

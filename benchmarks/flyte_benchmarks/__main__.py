@@ -1,0 +1,3 @@
+from benchmarks.flyte_benchmarks import main
+
+main()
