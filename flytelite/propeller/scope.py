@@ -21,7 +21,7 @@ from flytelite.idl.error_kinds import ErrorInfo
 from flytelite.idl.ids import END_NODE
 from flytelite.propeller.phases import NODE_PASSED
 from flytelite.propeller.status import NodeStatus
-from flytelite.propeller.workflow import ExecutableWorkflow
+from flytelite.propeller.workflow import ExecutableWorkflow, node_kind
 
 MAX_UNIQUE_ID_LENGTH = 20
 # flytestdlib's base32 alphabet for hashed ids.
@@ -67,6 +67,7 @@ class LeafDag:
 
     def __init__(self, node: workflow_pb2.Node, upstream: list[str] | None = None):
         self.nodes = {node.id: node}
+        self.kinds = {node.id: node_kind(node)}
         self.upstream: dict[str, list[str]] = {node.id: list(upstream or ())}
         self.downstream: dict[str, list[str]] = {node.id: []}
         self.order = [node.id]

@@ -71,6 +71,8 @@ class ExecutableWorkflow:
             self.nodes[self.failure_node.id] = self.failure_node
             self.upstream[self.failure_node.id] = [START_NODE]
             self.downstream[self.failure_node.id] = []
+        # Each node's kind (node_kind), looked up for many nodes every round.
+        self.kinds = {node_id: node_kind(node) for node_id, node in self.nodes.items()}
         self.fail_after_executable_nodes_complete = (
             self.template.metadata.on_failure == workflow_pb2.WorkflowMetadata.FAIL_AFTER_EXECUTABLE_NODES_COMPLETE
         )

@@ -146,6 +146,9 @@ def test_max_parallelism_caps_running_task_nodes(tmp_path):
             engine.notify(key)
             await asyncio.sleep(0.05)
         assert plugin.max_running == 2
+        # The nodes waiting for room were never started: nothing of theirs is in the status.
+        _, persisted = h.load(ctx, key)
+        assert sorted(n for n in persisted.nodes if n not in ("start-node", "end-node")) == ["n0", "n1"]
         release["go"] = True
 
     status, _ = run_engine(ctx, plugin, key, during=meanwhile)

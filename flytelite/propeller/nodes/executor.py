@@ -84,12 +84,21 @@ class NodeExecutor:
         error: ErrorInfo | None = None
         blocked = False
         for node_id in wf.order:
-            st = scope.status(node_id)
-            if st.phase == NodeStatusPhase.NOT_YET_STARTED and st.data_dir \
-                    and self._readiness(scope, node_id) == "not-ready":
-                # Visited before and still waiting for an upstream node (most of a long chain, every round):
-                # nothing _start would do, without building its context.
-                continue
+            # A node is given a status when it is first visited: those of a wide dynamic workflow beyond its max
+            # parallelism have none (nothing in memory or in the persisted status) until they can start.
+            st = scope.statuses.get(node_id)
+            if st is None or st.phase == NodeStatusPhase.NOT_YET_STARTED:
+                if st is not None and st.data_dir and self._readiness(scope, node_id) == "not-ready":
+                    # Visited before and still waiting for an upstream node (most of a long chain, every round):
+                    # nothing _start would do, without building its context.
+                    continue
+                if rnd.max_parallelism and rnd.parallelism >= rnd.max_parallelism \
+                        and self.handlers.get(wf.kinds[node_id]).counts_for_parallelism:
+                    # Max parallelism is taken: the node would wait in _start (the many nodes of a wide dynamic
+                    # workflow beyond it, every round). A skip or a recovery waits for room too.
+                    blocked = True
+                    continue
+                st = scope.status(node_id)
             if st.phase not in NODE_PASSED and st.phase not in NODE_FAILED:
                 blocked = not self.handle_node(rnd, node_id, scope) or blocked
             if st.phase in NODE_FAILED:
@@ -121,8 +130,9 @@ class NodeExecutor:
     def _slots_in_use(self, rnd: ExecutionRound, scope: DagScope) -> int:
         """Nodes holding a slot of max parallelism, at every level of nesting."""
         used = 0
-        for node_id, st in list(scope.statuses.items()):
-            if st.phase not in NODE_ACTIVE or node_id not in scope.dag.nodes:
+        active = [(node_id, st) for node_id, st in scope.statuses.items() if st.phase in NODE_ACTIVE]
+        for node_id, st in active:
+            if node_id not in scope.dag.nodes:
                 continue
             nctx = self.context(rnd, scope, node_id)
             handler = self.handlers.get(node_kind(nctx.node))
