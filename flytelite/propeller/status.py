@@ -160,6 +160,8 @@ class WorkflowStatus:
     def __post_init__(self) -> None:
         # Each node's JSON as the last to_json wrote it, by node object: (node, what it was written from, JSON).
         self._written: dict[int, tuple[NodeStatus, tuple | None, str]] = {}
+        # The nodes the last to_json wrote, at every level (what keeping the status in memory costs).
+        self.written_nodes = 0
 
     def to_json(self) -> str:
         """The status as JSON, exactly as _dumps writes it (each dataclass's fields that are not their defaults).
@@ -170,6 +172,7 @@ class WorkflowStatus:
         most of a long chain) while they are the same. The status is written every round: this keeps a round
         from encoding again the many nodes of a long workflow that did not change."""
         previous, self._written = self._written, {}
+        self.written_nodes = 0
         fields = _fields(self)
         text = _dumps_with(fields, "nodes", self._nodes_json(self.nodes, previous)) if self.nodes else _dumps(fields)
         full = _dumps(self) if os.environ.get(CHECK_ENV) == "1" else text
@@ -181,6 +184,7 @@ class WorkflowStatus:
         return text
 
     def _nodes_json(self, nodes: dict[str, NodeStatus], previous: dict) -> str:
+        self.written_nodes += len(nodes)
         return "{" + ",".join(f"{_dumps_key(node_id)}:{self._node_json(node, previous)}"
                               for node_id, node in nodes.items()) + "}"
 

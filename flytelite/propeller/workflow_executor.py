@@ -33,6 +33,7 @@ from flytelite.propeller.nodes.executor import NodeExecutor
 from flytelite.propeller.nodes.failure_node import handle_failure_node
 from flytelite.propeller.phases import WORKFLOW_DONE, WorkflowStatusPhase
 from flytelite.propeller.runs import RunExecutor
+from flytelite.propeller.sized import SizedCache
 from flytelite.propeller.status import WorkflowStatus, iso
 from flytelite.propeller.workflow import ExecutableWorkflow
 from flytelite.store.flyteworkflow import ExecutionSpec
@@ -70,6 +71,9 @@ WfPhase = execution_pb2.WorkflowExecution.Phase
 MAX_STREAK = 10
 # Rounds that may raise before the execution is failed as a system error.
 MAX_FAILED_ROUNDS = 10
+# The nodes of the statuses kept in memory between rounds, in all (a node takes about 2 KB with its JSON); a
+# status dropped is read again from its row.
+STATUS_NODES = 100_000
 
 
 @dataclass
@@ -98,8 +102,8 @@ class WorkflowExecutor:
         # Each execution's workflow and spec, read by its first round on this replica.
         self._workflows: dict[ExecutionKey, tuple[ExecutableWorkflow, ExecutionSpec]] = {}
         # The status each execution's last round left, with its JSON as persisted: the next round takes it
-        # instead of parsing the row again, when the row still holds that JSON.
-        self._statuses: dict[ExecutionKey, tuple[str, WorkflowStatus]] = {}
+        # instead of parsing the row again, when the row still holds that JSON. Up to STATUS_NODES nodes in all.
+        self._statuses: SizedCache[ExecutionKey, tuple[str, WorkflowStatus]] = SizedCache(STATUS_NODES)
         self._write_status = leases.fence(_WRITE_STATUS) if leases is not None else _WRITE_STATUS
         self._read_round = DriverQuery(_READ_ROUND, ctx.db.engine.dialect)
         self.runs = (RunExecutor(ctx, plugins, wake, self._may_launch, self._persist)
@@ -112,7 +116,7 @@ class WorkflowExecutor:
 
     def _handle(self, key: ExecutionKey) -> RoundResult:
         # Taken out for the round: a round that raises leaves no half-changed status behind.
-        kept = self._statuses.pop(key, None)
+        kept = self._statuses.pop(key)
         held = self._workflows.get(key)
         with self.ctx.db.reading() as connection:
             row = self._read_round.one_or_none(connection, {**_key_params(key), "held": held is not None,
@@ -171,9 +175,9 @@ class WorkflowExecutor:
             if not rnd.requeue_now:
                 break
         else:
-            self._statuses[key] = (persisted, status)
+            self._statuses.put(key, (persisted, status), status.written_nodes)
             return RoundResult(requeue_after=0, streak=streak)
-        self._statuses[key] = (persisted, status)
+        self._statuses.put(key, (persisted, status), status.written_nodes)
         return RoundResult(requeue_after=rnd.requeue_after, streak=streak)
 
     def _run_round(self, key: ExecutionKey, row) -> RoundResult:
