@@ -2,8 +2,8 @@
 no process and no thread.
 
 A `core-sleep` task has exactly one input, typed duration, and no outputs. The attempt succeeds once its
-duration has passed since the plugin first handled it; until then it is RUNNING and asks for its next look when
-the duration is up, so a thousand sleeping leaves cost the engine a timer each. The start is kept in the
+duration has passed since the plugin first handled it; until then it is RUNNING, and its execution is looked at
+again when the duration is up (the engine's timer, nothing per attempt). The start is kept in the
 attempt's state, so that a restart of the server resumes the wait where it was instead of starting it again.
 A bad interface or input fails the attempt with BadTaskSpecification, as in Flyte.
 """
