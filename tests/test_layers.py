@@ -31,8 +31,9 @@ LAYER = {name: i for i, names in enumerate(LAYERS) for name in names}
 # Inside a package, from the bottom up: its modules and subpackages (a subpackage counts as one).
 PROPELLER_LAYERS = {
     "flytelite.propeller": [
-        # what an execution is: its compiled workflow, its status and phases; the seams the engine owns
-        ("phases", "status", "workflow", "events", "clients"),
+        # what an execution is: its compiled workflow, its status and phases; the seams the engine owns; the
+        # caches it keeps them in
+        ("phases", "status", "workflow", "events", "clients", "sized"),
         # one round over one execution, and a level of its node tree
         ("scope", "execution_context"),
         # the node executor and the node handlers; a Flyte 2 run's actions (no nodes: a flat set of tasks)
