@@ -7,7 +7,8 @@ for flytekit's sleep plugin beside them (flytekitplugins/sleep, not on the packa
 - the script's own time (`wall_seconds`: from its pyflyte run to the poll that saw every execution done, so
   up to 5 s late);
 - the server's clock: from the first execution's creation to the last one's end;
-- the server's peak resident memory, and the database's size per leaf (SQLite).
+- the server's peak resident memory; for the long shapes, its resident memory at most in the first and in the
+  last half of the run (sampled every 2 s); the database's size per leaf (SQLite).
 The published figures (reference_results.md, 8 GiB orchestrator pods) are the baselines. The smaller shapes run
 again on PostgreSQL with three replicas sharing the executions through their leases; the script talks to one of
 them, and the shared database must show every leaf run once (benchmarks/replicas.py's audit).
