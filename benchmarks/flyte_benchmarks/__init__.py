@@ -9,7 +9,7 @@ for flytekit's sleep plugin beside them (flytekitplugins/sleep, not on the packa
 - the server's clock: from the first execution's creation to the last one's end;
 - the server's peak resident memory; for the long shapes, its resident memory at most in the first and in the
   last half of the run (sampled every 2 s); the database's size per leaf (SQLite).
-The published figures (reference_results.md, 8 GiB orchestrator pods) are the baselines. The smaller shapes run
+The published figures (reference_results.md, 8 GiB orchestrator pods) are the baselines. Every shape runs
 again on PostgreSQL with three replicas sharing the executions through their leases; the script talks to one of
 them, and the shared database must show every leaf run once (benchmarks/replicas.py's audit).
 
@@ -68,8 +68,7 @@ SHAPES = {s.name: s for s in (
           "Flyte 1 hours · Flyte 2 OOM at 8 GiB · Union 1,533 s", once=True),
 )}
 DEFAULT_SHAPES = tuple(SHAPES)
-# Measured again on PostgreSQL with several replicas, each leaf checked to have run once.
-PG_SHAPES = ("fanout-1000", "chain-100", "chain-500", "swarm-2x2000", "fanout-6000")
+# Every shape is measured again on PostgreSQL with this many replicas, each leaf checked to have run once.
 PG_REPLICAS = 3
 
 
@@ -191,7 +190,7 @@ class _Alone:
 
 
 def flyte_benchmark_rows(root: Path, runs: int, repo: str = "", shapes: tuple[str, ...] = DEFAULT_SHAPES) -> list[Row]:
-    """The shapes on the default server, then PG_SHAPES on PostgreSQL with PG_REPLICAS replicas."""
+    """The shapes on the default server, then on PostgreSQL with PG_REPLICAS replicas."""
     try:
         source = scripts(repo or os.environ.get("FLYTE_BENCHMARKS_REPO") or REPO)
     except Unavailable as e:
@@ -205,7 +204,7 @@ def flyte_benchmark_rows(root: Path, runs: int, repo: str = "", shapes: tuple[st
     cluster = PostgresCluster(bin_dir)
     cluster.start()
     try:
-        for name in (s for s in PG_SHAPES if s in shapes):
+        for name in shapes:
             found = [measure(root / f"pg-{name}-{i}", source, SHAPES[name],
                              create_database(cluster.url, f"bench_{name.replace('-', '_')}_{i}"), PG_REPLICAS)
                      for i in range(_runs(name, runs))]

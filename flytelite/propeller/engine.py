@@ -68,6 +68,8 @@ class Engine:
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._threads: ThreadPoolExecutor | None = None
+        # The resync's own thread: renewing the leases must not queue behind the rounds on the workers' threads.
+        self._resync_thread: ThreadPoolExecutor | None = None
         self._tasks: list[asyncio.Task] = []
         self._pending: set[ExecutionKey] = set()
         self._round_gate = RoundGate()
@@ -84,6 +86,7 @@ class Engine:
         loop = asyncio.get_running_loop()
         workers = max(1, self.ctx.config.engine.workers)
         self._threads = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="propeller")
+        self._resync_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="propeller-resync")
         self.queue.bind(loop)
         self._loop = loop
         self.plugins.setup(loop)
@@ -110,8 +113,9 @@ class Engine:
         self.plugins.close()
         if self.mirror is not None:
             self.mirror.stop()
-        if self._threads is not None:
-            self._threads.shutdown(wait=True)
+        for threads in (self._threads, self._resync_thread):
+            if threads is not None:
+                threads.shutdown(wait=True)
         try:
             self.leases.release()
         except Exception:  # noqa: BLE001 - the leases then expire instead
@@ -200,8 +204,8 @@ class Engine:
         interval = min(cfg.resync_seconds, cfg.lease_seconds / 3)
         while True:
             await asyncio.sleep(interval)
-            try:  # not through the round gate: renewing the leases must not wait behind rounds
-                for key in await asyncio.get_running_loop().run_in_executor(self._threads, self._claim_all):
+            try:  # neither through the round gate nor on the workers' threads: it must not wait behind rounds
+                for key in await asyncio.get_running_loop().run_in_executor(self._resync_thread, self._claim_all):
                     self.queue.add(key)
             except Exception:  # noqa: BLE001
                 log.exception("resync failed")
