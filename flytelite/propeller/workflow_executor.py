@@ -71,8 +71,7 @@ WfPhase = execution_pb2.WorkflowExecution.Phase
 MAX_STREAK = 10
 # Rounds that may raise before the execution is failed as a system error.
 MAX_FAILED_ROUNDS = 10
-# The nodes of the statuses kept in memory between rounds, in all (a node takes about 2 KB with its JSON); a
-# status dropped is read again from its row.
+# The nodes of the statuses kept in memory between rounds, in all; a status dropped is read again from its row.
 STATUS_NODES = 100_000
 
 

@@ -24,8 +24,8 @@ from flytelite.storage import BlobStore
 
 FUTURES_NAME = "futures.pb"
 COMPILED_NAME = "dynamic_compiled.pb"
-# Compiled dynamic workflows kept in memory while their nodes run, by URI, up to CACHE_NODES nodes in all (one
-# of 2,000 nodes takes about 4 MB; a dropped one is read again from its blob, about 25 ms for 2,000 nodes).
+# Compiled dynamic workflows kept in memory while their nodes run, by URI, up to CACHE_NODES nodes in all (a
+# dropped one is read again from its blob).
 CACHE_NODES = 50_000
 _cache: SizedCache[str, ExecutableWorkflow] = SizedCache(CACHE_NODES)
 
