@@ -27,6 +27,7 @@ from flytelite.connect import app as connect
 from flytelite.console import actions, entity_pages, list_pages, views
 from flytelite.console.execution_page import execution_page
 from flytelite.console.layout import DEFAULT_DOMAIN, esc, layout, may, not_found_page
+from flytelite.console.literals import Links
 from flytelite.console.logs import log_endpoint, log_owners
 from flytelite.console.rest import rest_routes, unknown_api
 from flytelite.console.run_page import PHASES, run_page, runs_page
@@ -174,7 +175,7 @@ def build_app(ctx: Context) -> Starlette:
         Route("/console/", page(lambda r, p, d: entity_pages.projects_page(admin))),
         Route(base, page(lambda r, p, d: entity_pages.project_page(admin, p, d))),
         Route(base + "/executions", page(lambda r, p, d: list_pages.executions_page(admin, p, d, r.query_params))),
-        Route(base + "/schedules", page(lambda r, p, d: list_pages.schedules_page(ctx, p, d))),
+        Route(base + "/schedules", page(lambda r, p, d: list_pages.schedules_page(admin, ctx, p, d))),
         Route(base + "/domains/{domain}/executions/{name}", page(execution)),
         Route(base + "/domains/{domain}/{singular}/{name}/version/{version}", page(entity)),
         Route(base + "/domains/{domain}/{singular}/{name}", page(entity)),
@@ -231,9 +232,9 @@ def _pod_log_routes(ctx: Context, authorizer: Authorizer | None) -> list[Route]:
     return [Route("/k8s/logs/{namespace}/{pod}", pod_log_endpoint(ctx.config.kubernetes, may_view))]
 
 
-def blob_link(ctx: Context, signed: SignedBlobs):
-    """href for a blob URI on a page: a signed download URL (on this server, or the bucket's presigned
-    one), or None outside the store."""
+def blob_link(ctx: Context, signed: SignedBlobs) -> Links:
+    """How a page links blobs: a signed download URL (on this server, or the bucket's presigned one), None
+    outside the store; a folder's files listed from the store."""
     links = blob_links(ctx.blobs, signed, lambda: "")
     now = int(ctx.clock.now().timestamp())
 
@@ -243,4 +244,4 @@ def blob_link(ctx: Context, signed: SignedBlobs):
         except InvalidArgument:
             return None
 
-    return link
+    return Links(link, ctx.blobs.files)

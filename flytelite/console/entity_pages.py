@@ -25,6 +25,7 @@ from flytelite.console.layout import (
     may,
     phase_badge,
     project_url,
+    state_badge,
     table,
 )
 from flytelite.errors import NotFound
@@ -56,8 +57,13 @@ def projects_page(admin) -> str:
     return layout("Projects", body)
 
 
-def project_page(admin, project: str, domain: str) -> str:
+def known_project(admin, project: str) -> None:
+    """NotFound (a 404 page) when there is no such project."""
     admin.GetProject(project_pb2.ProjectGetRequest(id=project), None)
+
+
+def project_page(admin, project: str, domain: str) -> str:
+    known_project(admin, project)
     sections = []
     for path, (kind, _rt, title, list_ids, _l, _g) in KINDS.items():
         names = _names(admin, list_ids, project, domain, 20)
@@ -86,6 +92,7 @@ def _names(admin, rpc: str, project: str, domain: str, limit: int) -> list[str]:
 
 def entity_list_page(admin, path: str, project: str, domain: str) -> str:
     kind, _rt, title, list_ids, list_rpc, _g = KINDS[path]
+    known_project(admin, project)
     names = _names(admin, list_ids, project, domain, 1000)
     rows = []
     for n in names:
@@ -122,8 +129,10 @@ def entity_page(admin, path: str, project: str, domain: str, name: str, version:
     version = version or versions[0].id.version
     entity = getattr(admin, get_rpc)(common_pb2.ObjectGetRequest(id=idpb.Identifier(
         resource_type=rt, project=project, domain=domain, name=name, version=version)), None)
-    rows = [f"<tr><td>{'<b>' if v.id.version == version else ''}<a href='{esc(entity_url(kind, project, domain, name, v.id.version))}'>"
-            f"{esc(v.id.version)}</a></td><td>{fmt_time(_created(v))}</td>{_state_cell(kind, v)}</tr>"
+    rows = [f"<tr{' class=current' if v.id.version == version else ''}><td>"
+            f"<a href='{esc(entity_url(kind, project, domain, name, v.id.version))}'>{esc(v.id.version)}</a>"
+            f"{' <span class=muted>(shown)</span>' if v.id.version == version else ''}</td>"
+            f"<td>{fmt_time(_created(v))}</td>{_state_cell(kind, v)}</tr>"
             for v in versions]
     headers = ["Version", "Registered"] + (["State"] if kind == "launch_plan" else [])
     detail = {"workflow": _workflow_detail, "task": _task_detail, "launch_plan": _launch_plan_detail}[kind](
@@ -138,8 +147,7 @@ def entity_page(admin, path: str, project: str, domain: str, name: str, version:
 def _state_cell(kind: str, lp) -> str:
     if kind != "launch_plan":
         return ""
-    active = lp.closure.state == 1
-    return f"<td>{phase_badge('ACTIVE' if active else 'INACTIVE')}</td>"
+    return f"<td>{state_badge(lp.closure.state == launch_plan_pb2.ACTIVE)}</td>"
 
 
 def _workflow_detail(admin, wf) -> str:
@@ -183,14 +191,14 @@ def _launch_plan_detail(admin, lp) -> str:
     sched = ("—" if not which else schedule.cron_expression if which == "cron_expression" else
              schedule.cron_schedule.schedule if which == "cron_schedule" else
              f"every {schedule.rate.value} {esc(str(schedule.rate.unit))}")
-    active = lp.closure.state == 1
+    active = lp.closure.state == launch_plan_pb2.ACTIVE
     lp_json = esc(json.dumps({"project": ident.project, "domain": ident.domain, "name": ident.name,
                               "version": ident.version}))
     toggle = (f"<button class='secondary' data-lp-state='{'INACTIVE' if active else 'ACTIVE'}' data-lp='{lp_json}'>"
               f"{'Deactivate' if active else 'Activate'}</button><span class='lp-result'></span>"
               if may("launch", ident.project, ident.domain) else "")
     wf = spec.workflow_id
-    rows = [("State", phase_badge("ACTIVE" if active else "INACTIVE") + " " + toggle),
+    rows = [("State", state_badge(active) + " " + toggle),
             ("Workflow", f"<a href='{esc(entity_url('workflow', wf.project, wf.domain, wf.name, wf.version))}'>"
                          f"{esc(wf.name)} ({esc(wf.version)})</a>"),
             ("Schedule", esc(sched)), ("Concurrency", esc(_concurrency(spec)))]

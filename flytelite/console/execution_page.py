@@ -124,15 +124,18 @@ def _node_rows(node: NodeView, depth: int, fmt: HtmlFormatter, link: LinkFor):
     if node.cache_status:
         label += f" <span class='tag cache'>cache {esc(node.cache_status.lower())}</span>"
     error = _error_block(node.error)
+    deck_href = link(node.deck_uri) if node.deck_uri else None
     details = ""
+    if deck_href:
+        details = f"<a class='button deck' href='{esc(deck_href)}' target='_blank'>Deck</a>"
     if node.inputs is not None or node.outputs is not None:
-        deck = ""
-        href = link(node.deck_uri) if node.deck_uri else None
-        if href:
-            deck = f"<p><a href='{esc(href)}'>Deck</a></p>"
-        details = (f"<details id='node-{node.row_id}-data'><summary>inputs / outputs</summary>"
-                   f"<b>Inputs</b>{data_table(node.inputs, fmt)}<b>Outputs</b>{data_table(node.outputs, fmt)}"
-                   f"{deck}{_flyte_urls(node, bool(href))}</details>")
+        no_outputs = ("none: the node failed" if node.phase in ("FAILED", "TIMED_OUT") else
+                      "none: the node was aborted" if node.phase == "ABORTED" else "none yet"
+                      if node.phase not in TERMINAL else "none")
+        details += (f"<details id='node-{node.row_id}-data'><summary>inputs / outputs</summary>"
+                    f"<h4>Inputs</h4>{data_table(node.inputs, fmt)}"
+                    f"<h4>Outputs</h4>{data_table(node.outputs, fmt, no_outputs)}"
+                    f"{_flyte_urls(node, bool(deck_href))}</details>")
     yield (f"<tr data-node-row='{esc(node.node_id)}' data-phase='{esc(node.phase)}'>"
            f"<td style='padding-left:{10 + 24 * depth}px'>{label}{error}</td><td>{phase_badge(node.phase)}</td>"
            f"<td>{fmt_time(node.started_at)}</td><td>{fmt_duration(node.duration)}</td>"

@@ -30,10 +30,10 @@ def interface_table(variables: interface_pb2.VariableMap, title: str,
             var, extra = p.var, ("required" if p.required else
                                  f"default {esc(render_literal(p.default))}" if p.HasField("default") else "optional")
         else:
-            var, extra = variables.variables[name], ""
+            var, extra = variables.variables[name], None
         rows.append(f"<tr><td>{esc(name)}</td><td><span class='tag'>{esc(type_to_str(var.type))}</span></td>"
-                    f"<td>{extra}</td><td class='muted'>{esc(var.description if var.description != name else '')}</td></tr>")
-    return (f"<h3>{esc(title)}</h3><table class='interface'><tr><th>Name</th><th>Type</th><th></th>"
+                    f"{f'<td>{extra}</td>' if extra is not None else ''}<td class='muted'>{esc(var.description if var.description != name else '')}</td></tr>")
+    return (f"<h3>{esc(title)}</h3><table class='interface'><tr><th>Name</th><th>Type</th>{'<th>Required or default</th>' if params is not None else ''}"
             f"<th>Description</th></tr>{''.join(rows)}</table>")
 
 

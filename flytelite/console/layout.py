@@ -8,20 +8,20 @@ HTML with one stylesheet and one script served from /console/static; no CDN.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
 from datetime import datetime, timezone
 from urllib.parse import quote, urlencode
 
-from flytelite.console.literals import HtmlFormatter, render_literal_map
+from flytelite.console.literals import HtmlFormatter, Links, render_literal_map
 from flytelite.console.views import Data
 from flytelite.context import CALLER
 
 esc = html.escape
-LinkFor = Callable[[str], "str | None"]
+LinkFor = Links
 DEFAULT_DOMAIN = "development"
 
 OK_PHASES = frozenset({"SUCCEEDED", "RECOVERED", "SUCCESS"})
-BAD_PHASES = frozenset({"FAILED", "FAILING", "ABORTED", "TIMED_OUT", "ABORTING", "TIMING_OUT"})
+BAD_PHASES = frozenset({"FAILED", "FAILING", "TIMED_OUT", "TIMING_OUT"})
+STOPPED_PHASES = frozenset({"ABORTED", "ABORTING"})
 RUN_PHASES = frozenset({"QUEUED", "RUNNING", "SUCCEEDING", "DYNAMIC_RUNNING", "INITIALIZING",
                         "WAITING_FOR_RESOURCES", "RETRYABLE_FAILURE", "UNDEFINED_RUNNING"})
 
@@ -45,6 +45,8 @@ def layout(title: str, body: str, project: str = "", domain: str = "") -> str:
                 "Flyte 2 runs</a>")
         nav = (f"<span class='proj'><a href='/console/projects/{p}{q}'>{esc(project)}</a>"
                f" · {esc(domain or DEFAULT_DOMAIN)}</span>{nav}")
+    if may("admin", "", ""):
+        nav += "<a class='audit' href='/console/audit'>Audit trail</a>"
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)} · flytelite</title>"
             "<link rel='stylesheet' href='/console/static/console.css'>"
             f"</head><body><header><a class='brand' href='/console'>flytelite console</a>{nav}</header>"
@@ -101,12 +103,17 @@ def fmt_duration(seconds: float | None) -> str:
 
 
 def phase_class(phase: str) -> str:
-    return ("ok" if phase in OK_PHASES else "bad" if phase in BAD_PHASES else
+    return ("ok" if phase in OK_PHASES else "bad" if phase in BAD_PHASES else "stop" if phase in STOPPED_PHASES else
             "run" if phase in RUN_PHASES else "idle")
 
 
 def phase_badge(phase: str) -> str:
     return f"<span class='phase {phase_class(phase)}'>{esc(phase)}</span>"
+
+
+def state_badge(active: bool) -> str:
+    """A launch plan's state: ACTIVE (its schedule runs) or INACTIVE."""
+    return f"<span class='phase {'active' if active else 'inactive'}'>{'ACTIVE' if active else 'INACTIVE'}</span>"
 
 
 def data_table(data: Data | None, fmt: HtmlFormatter, empty: str = "none") -> str:
@@ -122,8 +129,8 @@ def data_table(data: Data | None, fmt: HtmlFormatter, empty: str = "none") -> st
     return f"<table class='kv'>{rows}</table>"
 
 
-def table(headers: list[str], rows: list[str], empty: str) -> str:
+def table(headers: list[str], rows: list[str], empty: str, cls: str = "") -> str:
     if not rows:
         return f"<p class='muted'>{esc(empty)}</p>"
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+    return f"<table{f' class={cls}' if cls else ''}><tr>{head}</tr>{''.join(rows)}</table>"

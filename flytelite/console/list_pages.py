@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 from flyteidl.admin import common_pb2
 from starlette.datastructures import QueryParams
 
-from flytelite.console.entity_pages import DESC, executions_table
+from flytelite.console.entity_pages import DESC, executions_table, known_project
 from flytelite.console.layout import entity_url, esc, fmt_time, layout, project_url, table
 from flytelite.context import Context
 from flytelite.errors import InvalidArgument
@@ -54,6 +54,7 @@ def _utc(text: str, key: str) -> str:
 
 
 def executions_page(admin, project: str, domain: str, params: QueryParams) -> str:
+    known_project(admin, project)
     problem = ""
     try:
         filters = execution_filters(params)
@@ -98,8 +99,9 @@ def _filter_form(domain: str, params: QueryParams) -> str:
             "<button type='submit'>Filter</button></form>")
 
 
-def schedules_page(ctx: Context, project: str, domain: str) -> str:
+def schedules_page(admin, ctx: Context, project: str, domain: str) -> str:
     """Active launch plans with a schedule in this project/domain, and when each runs next."""
+    known_project(admin, project)
     now = ctx.clock.now()
     rows = []
     for plan in scheduled_plans(ctx):
@@ -132,5 +134,5 @@ def audit_page(events: list) -> str:
     body = ("<h1>Audit trail</h1><p class='muted'>Calls that changed something or tried to, newest first "
             "(<code>flytelite audit</code> lists them too).</p>"
             + table(["Time", "Who", "From", "Action", "Project", "What", "Outcome", "Message"], rows,
-                    "Nothing changed yet."))
+                    "Nothing changed yet.", "audit"))
     return layout("Audit trail", body)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from flyteidl.core import literals_pb2, types_pb2
 from google.protobuf.json_format import MessageToDict
@@ -18,6 +19,29 @@ from google.protobuf.json_format import MessageToDict
 # Long collections and maps are cut here; a console page is not a data viewer.
 MAX_ITEMS = 100
 _BLOB_KINDS = {types_pb2.BlobType.SINGLE: "FlyteFile", types_pb2.BlobType.MULTIPART: "FlyteDirectory"}
+
+
+# Files of a folder a page lists, at most.
+MAX_FILES = 20
+
+
+def _no_files(uri: str, limit: int) -> list[str] | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Links:
+    """How a page links the blobs it shows: `download(uri)` is an href for a file (None when the URI cannot be
+    opened here); `files(uri, limit)` the first files of a folder (None when `uri` is not one)."""
+
+    download: Callable[[str], str | None]
+    files: Callable[[str, int], list[str] | None] = _no_files
+
+    def __call__(self, uri: str) -> str | None:
+        return self.download(uri)
+
+
+NO_LINKS = Links(lambda uri: None)
 
 
 class Formatter:
@@ -29,21 +53,35 @@ class Formatter:
     def uri(self, uri: str) -> str:
         return repr(uri)
 
+    def folder(self, uri: str) -> str:
+        """A URI that names a folder (a FlyteDirectory, a StructuredDataset, a Schema)."""
+        return self.uri(uri)
+
 
 class HtmlFormatter(Formatter):
-    """Escaped HTML; `link(uri)` returns an href for a URI, or None when the URI cannot be opened here."""
+    """Escaped HTML: file URIs as download links, a folder's URI followed by links to its files."""
 
-    def __init__(self, link: Callable[[str], str | None]):
-        self.link = link
+    def __init__(self, links: Links):
+        self.links = links
 
     def text(self, s: str) -> str:
         return html.escape(s)
 
     def uri(self, uri: str) -> str:
-        href = self.link(uri)
+        href = self.links(uri)
         if href is None:
             return html.escape(repr(uri))
         return f'<a href="{html.escape(href)}">{html.escape(uri)}</a>'
+
+    def folder(self, uri: str) -> str:
+        files = self.links.files(uri, MAX_FILES + 1) if self.links(uri) is not None else None
+        if files is None:
+            return self.uri(uri)  # a single file after all, or outside the store
+        shown = [f'<a href="{html.escape(href)}">{html.escape(file[len(uri):].lstrip("/"))}</a>'
+                 for file in files[:MAX_FILES] if (href := self.links(file)) is not None]
+        more = " …" if len(files) > MAX_FILES else ""
+        listing = ", ".join(shown) + more if shown else "empty"
+        return f"{html.escape(repr(uri))} <span class='files'>(files: {listing})</span>"
 
 
 PLAIN = Formatter()
@@ -93,13 +131,14 @@ def _scalar(s: literals_pb2.Scalar, fmt: Formatter) -> str:
         name = _BLOB_KINDS.get(s.blob.metadata.type.dimensionality, "Blob")
         fmt_name = s.blob.metadata.type.format
         suffix = f", format={fmt_name!r})" if fmt_name else ")"
-        return t(f"{name}(") + fmt.uri(s.blob.uri) + t(suffix)
+        folder = s.blob.metadata.type.dimensionality == types_pb2.BlobType.MULTIPART
+        return t(f"{name}(") + (fmt.folder if folder else fmt.uri)(s.blob.uri) + t(suffix)
     if kind == "structured_dataset":
         sd_format = s.structured_dataset.metadata.structured_dataset_type.format
         suffix = f", format={sd_format!r})" if sd_format else ")"
-        return t("StructuredDataset(") + fmt.uri(s.structured_dataset.uri) + t(suffix)
+        return t("StructuredDataset(") + fmt.folder(s.structured_dataset.uri) + t(suffix)
     if kind == "schema":
-        return t("Schema(") + fmt.uri(s.schema.uri) + t(")")
+        return t("Schema(") + fmt.folder(s.schema.uri) + t(")")
     if kind == "generic":
         return t(json.dumps(MessageToDict(s.generic), indent=2, sort_keys=True))
     if kind == "binary":

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from datetime import datetime
 from urllib.parse import urlencode
 
@@ -21,7 +20,7 @@ from flyteidl2.workflow import run_definition_pb2
 from flytelite.connect import details
 from flytelite.console.gantt import Row, render_rows
 from flytelite.console.layout import esc, fmt_duration, fmt_time, layout, phase_badge, table
-from flytelite.console.literals import HtmlFormatter, render_literal_map
+from flytelite.console.literals import NO_LINKS, HtmlFormatter, Links, render_literal_map
 from flytelite.console.views import ActionData
 from flytelite.runs.store import ROOT
 from flytelite.store.db import as_utc
@@ -71,7 +70,7 @@ def runs_page(project: str, domain: str, runs: list[Action], phase: str, task: s
 
 
 def run_page(project: str, domain: str, run: str, actions: list[Action], now: datetime, selected: str = "",
-             data: ActionData | None = None, link: Callable[[str], str | None] = lambda uri: None,
+             data: ActionData | None = None, link: Links = NO_LINKS,
              may_abort: bool = True) -> str:
     by_parent: dict[str, list[Action]] = {}
     for action in actions:
@@ -127,7 +126,7 @@ def _row(project: str, domain: str, action: Action, depth: int, selected: bool) 
             f"<td>{esc(fmt_duration(_duration(action)))}</td><td>{error}</td><td>{logs}</td></tr>")
 
 
-def _panel(action: Action | None, data: ActionData | None, link: Callable[[str], str | None]) -> str:
+def _panel(action: Action | None, data: ActionData | None, link: Links) -> str:
     if action is None or data is None:
         return ""
     fmt = HtmlFormatter(link)

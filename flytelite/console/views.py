@@ -141,6 +141,22 @@ def _duration(d: duration_pb2.Duration, started: datetime | None, running: bool,
     return None
 
 
+def _span(closure, row, running: bool, now: datetime) -> tuple[datetime | None, float | None]:
+    """When a node or an attempt started and how long it ran. One that never reported RUNNING (it went from
+    QUEUED straight to its end within one round, or was a cache hit) has no start: as FlyteAdmin, flytelite
+    starts the clock at RUNNING. Its span is then from its creation to its last update."""
+    started = _time(closure.started_at, row.started_at)
+    if started is not None:
+        return started, _duration(closure.duration, started, running, now)
+    created = _time(closure.created_at, row.created_at)
+    if created is None:
+        return None, None
+    if running:
+        return None, None  # not started yet: it has no bar
+    updated = _time(closure.updated_at, row.updated_at)
+    return created, max(0.0, (updated - created).total_seconds()) if updated is not None else None
+
+
 def _error(err) -> str:
     if not err.message and not err.code:
         return ""
@@ -235,11 +251,11 @@ def _attempts(task_rows, now: datetime) -> dict[str, list[AttemptView]]:
     for row in task_rows:
         c = task_execution_pb2.TaskExecutionClosure.FromString(row.closure_pb)
         phase = c.phase or row.phase
-        started = _time(c.started_at, row.started_at)
         running = phase not in TASK_TERMINAL
+        started, duration = _span(c, row, running, now)
         by_node.setdefault(row.node_id, []).append(AttemptView(
             retry_attempt=row.retry_attempt, phase=task_phase_name(phase), started_at=started,
-            duration=_duration(c.duration, started, running, now),
+            duration=duration,
             logs=[(log.name or "logs", log.uri) for log in c.logs if log.uri],
             error=_error(c.error), reason=c.reason, task=row.task_name, items=_item_counts(c), ended=not running,
             reasons=[(_time(r.occurred_at, None), r.message) for r in c.reasons],
@@ -271,12 +287,12 @@ def _node_tree(ctx: Context, node_rows, attempts: dict[str, list[AttemptView]], 
         if spec_id in HIDDEN_NODES or row.node_id in HIDDEN_NODES:
             continue
         phase = c.phase or row.phase
-        started = _time(c.started_at, row.started_at)
         running = phase not in NODE_TERMINAL
+        started, duration = _span(c, row, running, now)
         cache = c.task_node_metadata.cache_status if c.HasField("task_node_metadata") else 0
         node = NodeView(
             row_id=row.id, node_id=row.node_id, spec_node_id=spec_id, phase=node_phase_name(phase),
-            started_at=started, duration=_duration(c.duration, started, running, now), error=_error(c.error),
+            started_at=started, duration=duration, error=_error(c.error),
             cache_status=_cache_status_name(cache), deck_uri=c.deck_uri,
             flyte_url=f"flyte://v1/{row.project}/{row.domain}/{row.execution_name}/{row.node_id}",
             attempts=attempts.get(row.node_id, []),

@@ -59,6 +59,15 @@ def local_path(uri: str) -> str | None:
     return uri if uri.startswith("/") else None
 
 
+def _walk_files(folder: str) -> Iterator[str]:
+    """The files under `folder`, a folder's entries in name order, each subfolder's files in its place."""
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        if entry.is_dir():
+            yield from _walk_files(entry.path)
+        else:
+            yield entry.path
+
+
 class BlobStore:
     def __init__(self, root: str, s3_config: S3Config | None = None):
         # Called with ("read" or "write", milliseconds) after each read and write (metrics); None: not timed.
@@ -240,6 +249,18 @@ class BlobStore:
         if file is not None:
             return os.path.getsize(file)
         return self.fs.size(path)
+
+    def files(self, path: str, limit: int) -> list[str] | None:
+        """The first `limit` files under the folder `path` (at any depth, in name order), as blob URIs; None when
+        `path` is not a folder (a FlyteDirectory's or a StructuredDataset's URI names one)."""
+        folder = self.local_file(path)
+        if folder is not None:
+            if not os.path.isdir(folder):
+                return None
+            return [LOCAL_SCHEME + file for file in itertools.islice(_walk_files(folder), limit)]
+        if not self.fs.isdir(path):
+            return None
+        return [self.fs.unstrip_protocol(key) for key in sorted(self.fs.find(path))[:limit]]
 
     def delete(self, path: str) -> None:
         if self.fs.exists(path):

@@ -51,6 +51,28 @@ def add_wf(a: int, b: str) -> str:
 pipeline_fixed = LaunchPlan.get_or_create(pipeline, name="pipeline_fixed", fixed_inputs={"x": 4})
 
 
+def register(svc: AdminService, entity, version: str = "v1", edit=None) -> None:
+    """Register `entity` (with its tasks, subworkflows and launch plans) through `svc` as pyflyte does;
+    `edit(spec, specs)` may change each WorkflowSpec before it is sent (specs: every serialized entity)."""
+    settings = SerializationSettings(image_config=ImageConfig.auto_default_image(), project=P, domain=D,
+                                     version=version)
+    entities: OrderedDict = OrderedDict()
+    get_serializable(entities, settings, entity)
+    if isinstance(entity, WorkflowBase):
+        default = LaunchPlan.get_default_launch_plan(FlyteContextManager.current_context(), entity)
+        get_serializable(entities, settings, default)
+    specs = [model.to_flyte_idl() for model in entities.values()]
+    for pb in specs:
+        if edit is not None and isinstance(pb, workflow_pb2.WorkflowSpec):
+            edit(pb, specs)
+        if isinstance(pb, task_pb2.TaskSpec):
+            svc.CreateTask(task_pb2.TaskCreateRequest(id=pb.template.id, spec=pb), None)
+        elif isinstance(pb, workflow_pb2.WorkflowSpec):
+            svc.CreateWorkflow(workflow_pb2.WorkflowCreateRequest(id=pb.template.id, spec=pb), None)
+        elif isinstance(pb, launch_plan_pb2.LaunchPlan):
+            svc.CreateLaunchPlan(launch_plan_pb2.LaunchPlanCreateRequest(id=pb.id, spec=pb.spec), None)
+
+
 class ManualClock(Clock):
     """A clock that stands still until a test moves it."""
 
@@ -78,25 +100,7 @@ class Harness:
 
     # -- registration through the API, as pyflyte register does ---------------------------------------
     def register(self, entity, version: str = "v1", edit=None) -> None:
-        """Register `entity` (with its tasks, subworkflows and launch plans) as pyflyte does; `edit(spec, specs)`
-        may change each WorkflowSpec before it is sent (specs: every serialized entity)."""
-        settings = SerializationSettings(image_config=ImageConfig.auto_default_image(), project=P, domain=D,
-                                         version=version)
-        entities: OrderedDict = OrderedDict()
-        get_serializable(entities, settings, entity)
-        if isinstance(entity, WorkflowBase):
-            default = LaunchPlan.get_default_launch_plan(FlyteContextManager.current_context(), entity)
-            get_serializable(entities, settings, default)
-        specs = [model.to_flyte_idl() for model in entities.values()]
-        for pb in specs:
-            if edit is not None and isinstance(pb, workflow_pb2.WorkflowSpec):
-                edit(pb, specs)
-            if isinstance(pb, task_pb2.TaskSpec):
-                self.svc.CreateTask(task_pb2.TaskCreateRequest(id=pb.template.id, spec=pb), None)
-            elif isinstance(pb, workflow_pb2.WorkflowSpec):
-                self.svc.CreateWorkflow(workflow_pb2.WorkflowCreateRequest(id=pb.template.id, spec=pb), None)
-            elif isinstance(pb, launch_plan_pb2.LaunchPlan):
-                self.svc.CreateLaunchPlan(launch_plan_pb2.LaunchPlanCreateRequest(id=pb.id, spec=pb.spec), None)
+        register(self.svc, entity, version, edit)
 
     def register_all(self) -> None:
         for entity in (pipeline, add_wf, pipeline_fixed):

@@ -10,7 +10,7 @@ from flyteidl.core import literals_pb2 as L
 from flyteidl.core import types_pb2 as T
 from google.protobuf import struct_pb2
 
-from flytelite.console.literals import MAX_ITEMS, HtmlFormatter, render_literal, render_literal_map
+from flytelite.console.literals import MAX_ITEMS, HtmlFormatter, Links, render_literal, render_literal_map
 
 
 def prim(**kw) -> L.Literal:
@@ -90,7 +90,7 @@ def test_long_collections_are_cut():
 
 
 def test_html_escapes_values_and_links_blobs():
-    fmt = HtmlFormatter(lambda uri: "/dl?x=1&y=2" if uri.startswith("/blobs/") else None)
+    fmt = HtmlFormatter(Links(lambda uri: "/dl?x=1&y=2" if uri.startswith("/blobs/") else None))
     lm = L.LiteralMap(literals={
         "<name>": prim(string_value="<script>alert('x')</script>"),
         "f": blob("/blobs/a<b>.txt"),

@@ -55,3 +55,14 @@ def test_writes_a_full_disk_cuts_short_leave_nothing_behind(small_disk):
         assert raised.value.errno == errno.ENOSPC
         assert not blobs.exists(path)
         assert os.listdir(os.path.dirname(blobs.local_file(path))) == [], "a partial file was left"
+
+
+def test_a_folders_files_are_listed_in_name_order(tmp_path):
+    store = BlobStore(str(tmp_path / "blobs"))
+    folder = store.join(store.raw_output_prefix(), "ab", "frame")
+    for name in ("b/2", "a", "b/1", "c/d/e"):
+        store.write_bytes(store.join(folder, name), name.encode())
+    assert store.files(folder, 10) == [store.join(folder, name) for name in ("a", "b/1", "b/2", "c/d/e")]
+    assert store.files(folder, 2) == [store.join(folder, "a"), store.join(folder, "b/1")]
+    assert store.files(store.join(folder, "a"), 10) is None
+    assert store.files(store.join(folder, "nothing"), 10) is None

@@ -100,6 +100,16 @@ def test_bytes_and_protos_round_trip_through_the_bucket(store, s3):
     assert not store.exists(path)
 
 
+def test_a_folders_files_are_listed_in_name_order(store, s3):
+    folder = store.join(store.raw_output_prefix(), "ab", "frame")
+    for name in ("b/2", "a", "b/1"):
+        store.write_bytes(store.join(folder, name), name.encode())
+    assert store.files(folder, 10) == [store.join(folder, name) for name in ("a", "b/1", "b/2")]
+    assert store.files(folder, 2) == [store.join(folder, "a"), store.join(folder, "b/1")]
+    assert store.files(store.join(folder, "a"), 10) is None  # a file, not a folder
+    assert store.files(store.join(folder, "nothing"), 10) is None
+
+
 def test_relative_paths_stay_inside_the_prefix(store, s3):
     assert store.relative(store.join(store.root, "a/b")) == "a/b"
     assert store.relative(store.root) == ""
