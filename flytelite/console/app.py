@@ -26,12 +26,14 @@ from flytelite.auth.roles import Authorizer, Permission, serve_as
 from flytelite.connect import app as connect
 from flytelite.console import actions, entity_pages, list_pages, views
 from flytelite.console.execution_page import execution_page
+from flytelite.console.items_page import ITEM_PHASES, item_page, items_page
 from flytelite.console.layout import DEFAULT_DOMAIN, esc, layout, may, not_found_page
 from flytelite.console.literals import Links
 from flytelite.console.logs import log_endpoint, log_owners
 from flytelite.console.rest import rest_routes, unknown_api
 from flytelite.console.run_page import PHASES, run_page, runs_page
 from flytelite.console.transfer import Transfers
+from flytelite.console.views import ArrayItemsView
 from flytelite.context import Context, ExecutionKey
 from flytelite.errors import FlyteliteError, InvalidArgument, NotFound, as_outage, client_message
 from flytelite.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -92,6 +94,34 @@ def build_app(ctx: Context) -> Starlette:
         if view is None:
             raise NotFound(f"There is no execution {name} in project {project}, domain {domain}.")
         return execution_page(view, blob_link(ctx, signed), ctx.clock.now())
+
+    def array_items(request: Request, project: str, domain: str) -> ArrayItemsView:
+        p, q = request.path_params, request.query_params
+        attempt = _number(q, "attempt")
+        items = views.load_array_items(ctx, project, domain, p["name"], p["node"], attempt)
+        if items is None or (attempt is not None and attempt not in items.attempts):
+            raise NotFound(f"Execution {p['name']} in project {project}, domain {domain} has no array node "
+                           f"{p['node']}{f' with an attempt {attempt}' if attempt is not None else ''}.")
+        return items
+
+    def items_list(request: Request, project: str, domain: str) -> str:
+        items = array_items(request, project, domain)
+        phase = request.query_params.get("phase", "")
+        if phase and phase not in ITEM_PHASES:
+            raise InvalidArgument(f"phase {phase!r} is not one of {', '.join(sorted(ITEM_PHASES))}")
+        return items_page(items, phase, _number(request.query_params, "page") or 0,
+                          lambda item: views.item_error(ctx, items, item.index, item.attempts[-1].retry_attempt))
+
+    def item(request: Request, project: str, domain: str) -> str:
+        items = array_items(request, project, domain)
+        index = request.path_params["index"]
+        if index >= len(items.items):
+            raise NotFound(f"Array node {items.node_id} has {len(items.items)} items: there is no item {index}.")
+        one = items.items[index]
+        errors = {a.retry_attempt: views.item_error(ctx, items, index, a.retry_attempt) for a in one.attempts
+                  if a.phase != "SUCCEEDED"}
+        inputs, outputs = views.item_data(ctx, items, one)
+        return item_page(items, one, errors, inputs, outputs, blob_link(ctx, signed))
 
     def entity(request: Request, project: str, domain: str) -> str:
         p = request.path_params
@@ -177,6 +207,8 @@ def build_app(ctx: Context) -> Starlette:
         Route(base + "/executions", page(lambda r, p, d: list_pages.executions_page(admin, p, d, r.query_params))),
         Route(base + "/schedules", page(lambda r, p, d: list_pages.schedules_page(admin, ctx, p, d))),
         Route(base + "/domains/{domain}/executions/{name}", page(execution)),
+        Route(base + "/domains/{domain}/executions/{name}/nodes/{node}/items", page(items_list)),
+        Route(base + "/domains/{domain}/executions/{name}/nodes/{node}/items/{index:int}", page(item)),
         Route(base + "/domains/{domain}/{singular}/{name}/version/{version}", page(entity)),
         Route(base + "/domains/{domain}/{singular}/{name}", page(entity)),
         Route(base + "/{kind}", page(entity)),
@@ -230,6 +262,16 @@ def _pod_log_routes(ctx: Context, authorizer: Authorizer | None) -> list[Route]:
             serve_as(authorizer, request.scope.get(IDENTITY), Permission.VIEW, (project, domain), lambda: None)
 
     return [Route("/k8s/logs/{namespace}/{pod}", pod_log_endpoint(ctx.config.kubernetes, may_view))]
+
+
+def _number(params, name: str) -> int | None:
+    """A query parameter that must be a whole number of at least 0 (None when absent)."""
+    text = params.get(name, "")
+    if not text:
+        return None
+    if not text.isdigit():
+        raise InvalidArgument(f"{name} must be a whole number of at least 0, got {text!r}")
+    return int(text)
 
 
 def blob_link(ctx: Context, signed: SignedBlobs) -> Links:

@@ -10,27 +10,31 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
+from urllib.parse import quote
 
 from flytelite.compiler import type_to_str
 from flytelite.console.dag import render_dag
 from flytelite.console.forms import widget_for
 from flytelite.console.gantt import render_gantt
 from flytelite.console.layout import (
+    TERMINAL,
     LinkFor,
     data_table,
     entity_url,
+    error_block,
     esc,
+    execution_url,
     fmt_duration,
     fmt_time,
     layout,
+    log_link,
+    log_panel,
     may,
     phase_badge,
 )
 from flytelite.console.literals import HtmlFormatter, render_literal
-from flytelite.console.views import AttemptView, ExecutionView, NodeView, SignalView
+from flytelite.console.views import ExecutionView, NodeView, SignalView
 from flytelite.idl.ids import END_NODE, START_NODE
-
-TERMINAL = frozenset({"SUCCEEDED", "FAILED", "ABORTED", "TIMED_OUT"})
 
 
 def execution_page(view: ExecutionView, link: LinkFor, now: datetime) -> str:
@@ -46,7 +50,8 @@ def execution_page(view: ExecutionView, link: LinkFor, now: datetime) -> str:
         if view.phase == "SUCCEEDED":
             top[END_NODE] = "SUCCEEDED"
         parts.append(f"<h2>Graph</h2><div class='dag' id='dag' data-live>{render_dag(view.compiled, top)}</div>")
-    rows = "".join(row for node in view.nodes for row in _node_rows(node, 0, fmt, link))
+    here = execution_url(view.project, view.domain, view.name)
+    rows = "".join(row for node in view.nodes for row in _node_rows(node, 0, fmt, link, here))
     nodes = ("<table id='nodes'><tr><th>Node</th><th>Phase</th><th>Started</th><th>Duration</th><th>Attempts</th>"
              f"<th>Data</th></tr>{rows}</table>" if view.nodes else "<p class='muted'>No node executions yet.</p>")
     parts.append(f"<div id='node-list' data-live><h2>Nodes ({view.node_count})</h2>{nodes}</div>")
@@ -56,7 +61,7 @@ def execution_page(view: ExecutionView, link: LinkFor, now: datetime) -> str:
     parts.append(f"<div id='data' data-live><h2>Inputs</h2>{data_table(view.inputs, fmt)}<h2>Outputs</h2>"
                  f"{data_table(view.outputs, fmt, 'none yet' if view.running else 'none')}</div>")
     body = (f"<div id='content' data-running='{1 if view.running else 0}' data-execution='{esc(ident)}'>"
-            f"{''.join(parts)}</div>{_log_panel()}")
+            f"{''.join(parts)}</div>{log_panel()}")
     return layout(f"{view.name} ({view.phase})", body, view.project, view.domain)
 
 
@@ -117,13 +122,14 @@ def _signal_row(s: SignalView, running: bool, settable: bool) -> str:
             f"<td>{value}<div class='signal-result'></div></td></tr>")
 
 
-def _node_rows(node: NodeView, depth: int, fmt: HtmlFormatter, link: LinkFor):
+def _node_rows(node: NodeView, depth: int, fmt: HtmlFormatter, link: LinkFor, here: str):
+    """The node's row and its children's; `here` is the execution page's URL."""
     label = esc(node.spec_node_id)
     if node.node_id != node.spec_node_id:
         label += f" <span class='muted'>({esc(node.node_id)})</span>"
     if node.cache_status:
         label += f" <span class='tag cache'>cache {esc(node.cache_status.lower())}</span>"
-    error = _error_block(node.error)
+    error = error_block(node.error)
     deck_href = link(node.deck_uri) if node.deck_uri else None
     details = ""
     if deck_href:
@@ -139,9 +145,9 @@ def _node_rows(node: NodeView, depth: int, fmt: HtmlFormatter, link: LinkFor):
     yield (f"<tr data-node-row='{esc(node.node_id)}' data-phase='{esc(node.phase)}'>"
            f"<td style='padding-left:{10 + 24 * depth}px'>{label}{error}</td><td>{phase_badge(node.phase)}</td>"
            f"<td>{fmt_time(node.started_at)}</td><td>{fmt_duration(node.duration)}</td>"
-           f"<td>{_attempts(node.attempts)}</td><td>{details}</td></tr>")
+           f"<td>{_attempts(node, here)}</td><td>{details}</td></tr>")
     for child in node.children:
-        yield from _node_rows(child, depth + 1, fmt, link)
+        yield from _node_rows(child, depth + 1, fmt, link, here)
 
 
 def _flyte_urls(node: NodeView, has_deck: bool) -> str:
@@ -153,17 +159,20 @@ def _flyte_urls(node: NodeView, has_deck: bool) -> str:
     return f"<div class='flyte-urls'>{rows}</div>" if node.flyte_url else ""
 
 
-def _attempts(attempts: list[AttemptView]) -> str:
+def _attempts(node: NodeView, here: str) -> str:
     items = []
-    for a in attempts:
-        logs = " ".join(_log_link(name, uri, a) for name, uri in a.logs)
+    for a in node.attempts:
+        logs = " ".join(log_link(name, uri, a.phase not in TERMINAL) for name, uri in a.logs)
         line = f"#{a.retry_attempt} {phase_badge(a.phase)} {fmt_duration(a.duration)} {logs}"
         if a.items:
             counts = ", ".join(f"{n} {esc(p.lower())}" for p, n in sorted(a.items.items()))
             total = sum(a.items.values())
-            line += f"<div class='items' data-items='{total}'>map items: {counts}</div>"
+            latest = a is node.attempts[-1]
+            href = f"{here}/nodes/{quote(node.node_id, safe='')}/items" + ("" if latest else f"?attempt={a.retry_attempt}")
+            line += (f"<div class='items' data-items='{total}'>map items: {counts} "
+                     f"<a class='items-link' href='{esc(href)}'>see the items</a></div>")
         if a.error:
-            line += _error_block(a.error, "muted")
+            line += error_block(a.error, "muted")
         elif a.ended:
             line += f" <span class='muted'>{esc(a.phase.lower())}</span>"
         elif a.reason:
@@ -173,32 +182,3 @@ def _attempts(attempts: list[AttemptView]) -> str:
             line += f"<details class='reasons'><summary>reasons ({len(a.reasons)})</summary><ul>{history}</ul></details>"
         items.append(f"<div>{line}</div>")
     return "".join(items)
-
-
-def _error_block(error: str, cls: str = "error") -> str:
-    """An error: its last line (usually the exception) in view, the whole text one click away."""
-    if not error:
-        return ""
-    lines = [line for line in error.strip().splitlines() if line.strip()]
-    head = lines[-1].strip() if lines else error
-    if len(lines) <= 1:
-        return f"<div class='{cls}'><pre>{esc(error)}</pre></div>"
-    return (f"<details class='{cls}'><summary>{esc(head)}</summary><pre>{esc(error)}</pre></details>")
-
-
-def _log_link(name: str, uri: str, attempt: AttemptView) -> str:
-    # Only web links become hrefs: a log URI is not allowed to run script in the console's origin.
-    if not uri.startswith(("http://", "https://", "/")):
-        return f"{esc(name)}: {esc(uri)}"
-    follow = ""
-    if "/logs/" in uri:
-        # The in-page viewer streams flytelite's own log files; other links open as they are.
-        live = "1" if attempt.phase not in TERMINAL else "0"
-        follow = f" data-log='{esc(uri[uri.index('/logs/'):])}' data-live-log='{live}'"
-    return f"<a class='log' href='{esc(uri)}'{follow}>{esc(name)}</a>"
-
-
-def _log_panel() -> str:
-    return ("<div id='log-panel'><div class='bar'><span id='log-title'></span><span>"
-            "<a id='log-raw' target='_blank' style='color:#cfd8ff'>raw</a> "
-            "<button class='secondary' id='log-close'>Close</button></span></div><pre id='log-text'></pre></div>")

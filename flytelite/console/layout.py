@@ -22,6 +22,8 @@ DEFAULT_DOMAIN = "development"
 OK_PHASES = frozenset({"SUCCEEDED", "RECOVERED", "SUCCESS"})
 BAD_PHASES = frozenset({"FAILED", "FAILING", "TIMED_OUT", "TIMING_OUT"})
 STOPPED_PHASES = frozenset({"ABORTED", "ABORTING"})
+# Phases after which nothing changes (of executions, nodes and task attempts).
+TERMINAL = frozenset({"SUCCEEDED", "FAILED", "ABORTED", "TIMED_OUT", "RECOVERED", "SKIPPED"})
 RUN_PHASES = frozenset({"QUEUED", "RUNNING", "SUCCEEDING", "DYNAMIC_RUNNING", "INITIALIZING",
                         "WAITING_FOR_RESOURCES", "RETRYABLE_FAILURE", "UNDEFINED_RUNNING"})
 
@@ -134,3 +136,33 @@ def table(headers: list[str], rows: list[str], empty: str, cls: str = "") -> str
         return f"<p class='muted'>{esc(empty)}</p>"
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     return f"<table{f' class={cls}' if cls else ''}><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def error_block(error: str, cls: str = "error") -> str:
+    """An error: its last line (usually the exception) in view, the whole text one click away."""
+    if not error:
+        return ""
+    lines = [line for line in error.strip().splitlines() if line.strip()]
+    head = lines[-1].strip() if lines else error
+    if len(lines) <= 1:
+        return f"<div class='{cls}'><pre>{esc(error)}</pre></div>"
+    return (f"<details class='{cls}'><summary>{esc(head)}</summary><pre>{esc(error)}</pre></details>")
+
+
+def log_link(name: str, uri: str, live: bool) -> str:
+    """A log's link; flytelite's own log files open in the page's log viewer (streamed while `live`)."""
+    # Only web links become hrefs: a log URI is not allowed to run script in the console's origin.
+    if not uri.startswith(("http://", "https://", "/")):
+        return f"{esc(name)}: {esc(uri)}"
+    follow = ""
+    if "/logs/" in uri:
+        # The in-page viewer streams flytelite's own log files; other links open as they are.
+        follow = f" data-log='{esc(uri[uri.index('/logs/'):])}' data-live-log='{1 if live else 0}'"
+    return f"<a class='log' href='{esc(uri)}'{follow}>{esc(name)}</a>"
+
+
+def log_panel() -> str:
+    """The log viewer the page script opens beside the page."""
+    return ("<div id='log-panel'><div class='bar'><span id='log-title'></span><span>"
+            "<a id='log-raw' target='_blank' style='color:#cfd8ff'>raw</a> "
+            "<button class='secondary' id='log-close'>Close</button></span></div><pre id='log-text'></pre></div>")

@@ -7,11 +7,12 @@ URIs the closures name. Nothing here writes.
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from flyteidl.admin import execution_pb2, node_execution_pb2, task_execution_pb2
-from flyteidl.core import catalog_pb2, compiler_pb2, literals_pb2, types_pb2
+from flyteidl.core import catalog_pb2, compiler_pb2, errors_pb2, literals_pb2, types_pb2, workflow_pb2
 from google.protobuf import duration_pb2, timestamp_pb2
 from sqlalchemy import select
 
@@ -26,6 +27,8 @@ from flytelite.idl.phases import (
     workflow_phase_name,
 )
 from flytelite.idl.times import from_timestamp
+from flytelite.propeller.nodes.array.data import ArrayInputError, array_size, load_inputs
+from flytelite.propeller.nodes.array.items import item_data_dir, item_inputs
 from flytelite.runs import store as runs_store
 from flytelite.store.models import Action, Execution, FlyteWorkflow, NodeExecution, Signal, TaskExecution
 
@@ -335,3 +338,141 @@ def action_data(ctx: Context, action: Action) -> ActionData:
     key = ExecutionKey(action.project, action.domain, action.run_name)
     report = ctx.blobs.join(runs_store.attempt_prefix(ctx, key, action.name, max(action.attempts, 1)), "report.html")
     return ActionData(inputs, outputs, report if action.attempts and ctx.blobs.exists(report) else None)
+
+
+@dataclass
+class ItemAttemptView:
+    retry_attempt: int
+    phase: str
+    logs: list[tuple[str, str]]
+    cache_status: str = ""
+    # The item's own execution, for an item of a launch plan (the child execution's name).
+    external_id: str = ""
+
+
+@dataclass
+class ItemView:
+    index: int
+    # The phase of its latest attempt; NOT_STARTED for an item the array has not started yet.
+    phase: str
+    attempts: list[ItemAttemptView] = field(default_factory=list)
+    error: str = ""
+
+
+@dataclass
+class ArrayItemsView:
+    """The items of one attempt of an array node (a map task, or an array over launch plans or subworkflows)."""
+
+    project: str
+    domain: str
+    execution: str
+    node_id: str
+    node_phase: str
+    running: bool
+    # The array node's attempt these items belong to, and every attempt it had.
+    attempt: int
+    attempts: list[int]
+    items: list[ItemView]
+    # Where item i's data is: item_data_dir(output_dir, i)/<item attempt>/.
+    output_dir: str
+    input_uri: str
+    bound_inputs: frozenset[str] = frozenset()
+    # Each item launches an execution of its own (an array over a launch plan), named by its external id.
+    launches: bool = False
+
+
+NOT_STARTED = "NOT_STARTED"
+
+
+def load_array_items(ctx: Context, project: str, domain: str, name: str, node_id: str,
+                     attempt: int | None = None) -> ArrayItemsView | None:
+    """The items of an array node's attempt (the latest by default), from its task executions' external
+    resources as FlyteAdmin keeps them; None when the execution has no such array node."""
+    with ctx.db.session() as session:
+        node = session.scalars(select(NodeExecution).where(
+            NodeExecution.project == project, NodeExecution.domain == domain, NodeExecution.execution_name == name,
+            NodeExecution.node_id == node_id)).first()
+        if node is None:
+            return None
+        task_rows = session.scalars(select(TaskExecution).where(
+            TaskExecution.project == project, TaskExecution.domain == domain, TaskExecution.execution_name == name,
+            TaskExecution.node_id == node_id).order_by(TaskExecution.retry_attempt, TaskExecution.id)).all()
+        compiled = session.get(FlyteWorkflow, (project, domain, name))
+        compiled_pb = compiled.closure_pb if compiled is not None else None
+    meta = node_execution_pb2.NodeExecutionMetaData.FromString(node.metadata_pb or b"")
+    closure = node_execution_pb2.NodeExecutionClosure.FromString(node.closure_pb)
+    if not meta.is_array and not task_rows:
+        return None
+    attempts = [row.retry_attempt for row in task_rows]
+    chosen = attempt if attempt is not None else (attempts[-1] if attempts else 0)
+    row = next((r for r in task_rows if r.retry_attempt == chosen), None)
+    resources = (task_execution_pb2.TaskExecutionClosure.FromString(row.closure_pb).metadata.external_resources
+                 if row is not None else [])
+    by_index: dict[int, list[ItemAttemptView]] = {}
+    for r in resources:
+        by_index.setdefault(r.index, []).append(ItemAttemptView(
+            retry_attempt=r.retry_attempt, phase=task_phase_name(r.phase),
+            logs=[(log.name or "logs", log.uri) for log in r.logs if log.uri],
+            cache_status=_cache_status_name(r.cache_status), external_id=r.external_id))
+    data_dir = posixpath.dirname(node.input_uri) if node.input_uri else ""
+    array = _array_node(compiled_pb, meta.spec_node_id or node_id)
+    bound = frozenset(array.bound_inputs) if array is not None else frozenset()
+    size = _array_size(ctx, node.input_uri, bound) if node.input_uri else None
+    size = max(size or 0, max(by_index, default=-1) + 1)
+    items = []
+    for index in range(size):
+        tries = sorted(by_index.get(index, []), key=lambda a: a.retry_attempt)
+        items.append(ItemView(index, tries[-1].phase if tries else NOT_STARTED, tries))
+    phase = closure.phase or node.phase
+    return ArrayItemsView(project=project, domain=domain, execution=name, node_id=node_id,
+                          node_phase=node_phase_name(phase), running=phase not in NODE_TERMINAL, attempt=chosen,
+                          attempts=attempts, items=items,
+                          output_dir=posixpath.join(data_dir, str(chosen)) if data_dir else "",
+                          input_uri=node.input_uri, bound_inputs=bound,
+                          launches=array is not None and array.node.workflow_node.HasField("launchplan_ref"))
+
+
+def _array_node(compiled_pb: bytes | None, spec_node_id: str) -> workflow_pb2.ArrayNode | None:
+    """The array node `spec_node_id` of the execution's own workflow or its subworkflows (None for one a
+    dynamic node made)."""
+    if not compiled_pb:
+        return None
+    closure = compiler_pb2.CompiledWorkflowClosure.FromString(compiled_pb)
+    for workflow in [closure.primary, *closure.sub_workflows]:
+        for node in workflow.template.nodes:
+            if node.id == spec_node_id and node.HasField("array_node"):
+                return node.array_node
+    return None
+
+
+def _array_size(ctx: Context, input_uri: str, bound: frozenset[str]) -> int | None:
+    try:
+        return array_size(load_inputs(ctx.blobs, input_uri), bound)
+    except (FileNotFoundError, ArrayInputError):
+        return None
+
+
+def item_error(ctx: Context, items: ArrayItemsView, index: int, attempt: int) -> str:
+    """The error an item's attempt wrote (its ErrorDocument), '' when it wrote none."""
+    path = posixpath.join(item_data_dir(items.output_dir, index), str(attempt), "error.pb")
+    try:
+        doc = ctx.blobs.read_proto_if_exists(path, errors_pb2.ErrorDocument)
+    except Exception as exc:  # noqa: BLE001 - an unreadable blob is reported on the page, not a 500
+        return f"could not read {path}: {type(exc).__name__}: {exc}"
+    if doc is None:
+        return ""
+    return f"[{doc.error.code}] {doc.error.message}" if doc.error.code else doc.error.message
+
+
+def item_data(ctx: Context, items: ArrayItemsView, item: ItemView) -> tuple[Data, Data]:
+    """An item's own inputs (element `index` of each mapped list) and, once it succeeded, its outputs."""
+    index = item.index
+    try:
+        inputs = Data(uri=items.input_uri, literals=item_inputs(load_inputs(ctx.blobs, items.input_uri), index,
+                                                                items.bound_inputs))
+    except (FileNotFoundError, IndexError) as exc:
+        inputs = Data(uri=items.input_uri, problem=f"the item's inputs cannot be read: {exc}")
+    if item.phase != "SUCCEEDED":
+        return inputs, Data()
+    attempt = item.attempts[-1].retry_attempt
+    return inputs, read_data(ctx, posixpath.join(item_data_dir(items.output_dir, index), str(attempt), "outputs.pb"))

@@ -126,12 +126,36 @@ def test_map_items_list_filters_and_pages(page, server, remote, demo):
     # Four items, one of them failed; the engine may abort items still running when the map fails.
     assert items.get_attribute("data-items") == "4"
     # With warm workers the failing item can end before any other succeeds; the counts must add up to 4.
-    counts = re.fullmatch(r"map items: (?:(\d+) aborted, )?1 failed(?:, (\d+) succeeded)?", items.text_content())
+    counts = re.fullmatch(r"map items: (?:(\d+) aborted, )?1 failed(?:, (\d+) succeeded)? see the items",
+                       items.text_content())
     assert counts, items.text_content()
     assert sum(int(c or 0) for c in counts.groups()) == 3
     assert "negative input -3" in page.locator("#summary .error").text_content()
     assert node(page, "n0").get_attribute("data-phase") == "FAILED"
     screenshot(page, "execution-failed-map")
+    # The items: failed first, each with its error and log; an item's page with its own input.
+    page.click("tr[data-node-row='n0'] a.items-link")
+    page.wait_for_selector("#items tr[data-item]")
+    assert page.locator("#items tr[data-item]").first.get_attribute("data-item") == "2"
+    failed_item = page.locator("#items tr[data-item='2']")
+    assert "negative input -3" in failed_item.text_content()
+    page.click("#items a[data-phase='FAILED']")
+    page.wait_for_url(re.compile(r".*/items\?phase=FAILED$"))
+    assert page.locator("#items tr[data-item]").count() == 1
+    screenshot(page, "map-items")
+    page.click("#items tr[data-item='2'] td:first-child a")
+    page.wait_for_selector("tr[data-attempt='0']")
+    assert "-3" in page.locator("#item table.kv").first.text_content()
+    page.click("tr[data-attempt='0'] a.log")
+    page.wait_for_function("document.querySelector('#log-text').textContent.includes('negative input -3')",
+                           timeout=30_000)
+    screenshot(page, "map-item")
+    page.click("#log-close")
+    # The audit trail is a click away and fits the window.
+    page.click("header a.audit")
+    page.wait_for_url(re.compile(r".*/console/audit$"))
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    page.goto(server.url + execution_path(failed))
     # Recover re-runs the failed execution as a new one and opens its page.
     page.click("button[data-action='recover']")
     page.wait_for_url(re.compile(r".*/executions/(?!" + failed + r")[a-z][a-z0-9]+$"))

@@ -54,6 +54,11 @@ def item_node_id(array_node_id: str, index: int) -> str:
     return f"{array_node_id}-n{index}"
 
 
+def item_data_dir(array_output_dir: str, index: int) -> str:
+    """Item `index`'s data dir: its attempts' outputs (or error) are under `<data dir>/<attempt>/`."""
+    return f"{array_output_dir}/{index}"
+
+
 def item_template(task: tasks_pb2.TaskTemplate) -> tasks_pb2.TaskTemplate:
     """The map task as one item sees it: each list output becomes one value (FlytePropeller's arrayTaskReader)."""
     item = tasks_pb2.TaskTemplate()
@@ -90,7 +95,7 @@ class ArrayView:
     inputs: literals_pb2.LiteralMap
 
     def item_data_dir(self, index: int) -> str:
-        return f"{self.array.output_dir}/{index}"
+        return item_data_dir(self.array.output_dir, index)
 
     @property
     def over_tasks(self) -> bool:
