@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from flyteidl.core import compiler_pb2, workflow_pb2
 
 from flytelite.console.layout import esc, phase_class
+from flytelite.console.views import NodeView
 from flytelite.idl.ids import END_NODE, START_NODE
 
 NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 170, 44, 60, 18, 10
@@ -45,6 +46,17 @@ def node_kind(node: workflow_pb2.Node) -> tuple[str, str]:
         # flytekit names map tasks map_<task>_<hash>-arraynode; the task's name is what a reader knows.
         return "map", re.sub(r"^map_|_[0-9a-f]{32}(-arraynode)?$", "", inner)
     return (target or "node").removesuffix("_node"), ""
+
+
+def node_label(node: NodeView) -> str:
+    """A node as flyteconsole names it: its task's or subworkflow's name (what a node kind without one is), its
+    id beside it."""
+    if node.spec is None:
+        ids = esc(node.spec_node_id)
+        return ids + (f" <span class='muted'>({esc(node.node_id)})</span>" if node.node_id != node.spec_node_id else "")
+    kind, detail = node_kind(node.spec)
+    about = node.node_id + (f" · {kind}" if detail and kind != "task" else "")
+    return f"<span class='node-name'>{esc(detail or kind)}</span> <span class='muted'>{esc(about)}</span>"
 
 
 def dag_nodes(compiled: compiler_pb2.CompiledWorkflow) -> list[DagNode]:

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from urllib.parse import quote
 
 from flytelite.compiler import type_to_str
-from flytelite.console.dag import render_dag
+from flytelite.console.dag import node_label, render_dag
 from flytelite.console.forms import widget_for
 from flytelite.console.gantt import render_gantt
 from flytelite.console.layout import (
@@ -124,9 +124,7 @@ def _signal_row(s: SignalView, running: bool, settable: bool) -> str:
 
 def _node_rows(node: NodeView, depth: int, fmt: HtmlFormatter, link: LinkFor, here: str):
     """The node's row and its children's; `here` is the execution page's URL."""
-    label = esc(node.spec_node_id)
-    if node.node_id != node.spec_node_id:
-        label += f" <span class='muted'>({esc(node.node_id)})</span>"
+    label = node_label(node)
     if node.cache_status:
         label += f" <span class='tag cache'>cache {esc(node.cache_status.lower())}</span>"
     error = error_block(node.error)

@@ -7,8 +7,11 @@ end (or now, while it runs), so the chart needs no script and no fixed width.
 
 from __future__ import annotations
 
+import html
+import re
 from datetime import datetime, timedelta
 
+from flytelite.console.dag import node_label
 from flytelite.console.layout import esc, fmt_duration, phase_class
 from flytelite.console.views import NodeView
 
@@ -35,7 +38,7 @@ def render_rows(rows: list[Row], start: datetime | None, end: datetime | None) -
     ends = [r[2] + timedelta(seconds=r[3] or 0) for r in rows if r[2] is not None]
     t1 = max([e for e in (end,) if e is not None] + ends)
     span = max((t1 - t0).total_seconds(), 0.001)
-    html = [f"<div class='axis'><span>0s</span><span>{fmt_duration(span / 2)}</span>"
+    parts = [f"<div class='axis'><span>0s</span><span>{fmt_duration(span / 2)}</span>"
             f"<span>{fmt_duration(span)}</span></div>"]
     for label, phase, started, duration, key, is_attempt in rows[:MAX_ROWS]:
         bar = ""
@@ -43,19 +46,24 @@ def render_rows(rows: list[Row], start: datetime | None, end: datetime | None) -
             left = (started - t0).total_seconds() / span * 100
             width = max((duration or 0) / span * 100, 0.3)
             bar = (f"<div class='bar {phase_class(phase)}' style='left:{left:.2f}%;width:{min(width, 100 - left):.2f}%'"
-                   f" title='{esc(label.strip())}: {esc(phase)}, {fmt_duration(duration)}'></div>")
+                   f" title='{esc(_text(label))}: {esc(phase)}, {fmt_duration(duration)}'></div>")
         cls = "row attempt" if is_attempt else "row"
-        html.append(f"<div class='{cls}' data-gantt='{esc(key)}'><div class='label'>{label}</div>"
+        parts.append(f"<div class='{cls}' data-gantt='{esc(key)}'><div class='label'>{label}</div>"
                     f"<div class='track'>{bar}</div></div>")
     if len(rows) > MAX_ROWS:
-        html.append(f"<p class='muted'>{len(rows) - MAX_ROWS} more rows not shown.</p>")
-    return "".join(html)
+        parts.append(f"<p class='muted'>{len(rows) - MAX_ROWS} more rows not shown.</p>")
+    return "".join(parts)
+
+
+def _text(label: str) -> str:
+    """A row's label (HTML) as plain text."""
+    return html.unescape(re.sub(r"<[^>]+>", "", label)).replace("\xa0", " ").strip()
 
 
 def _collect(nodes: list[NodeView], depth: int, rows: list) -> None:
     indent = "&nbsp;" * (3 * depth)
     for node in nodes:
-        rows.append((f"{indent}{esc(node.spec_node_id)}", node.phase, node.started_at, node.duration, node.node_id,
+        rows.append((f"{indent}{node_label(node)}", node.phase, node.started_at, node.duration, node.node_id,
                      False))
         for a in node.attempts:
             rows.append((f"{indent}&nbsp;&nbsp;&nbsp;<span class='muted'>attempt {a.retry_attempt}</span>", a.phase,

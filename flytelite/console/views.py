@@ -8,6 +8,7 @@ URIs the closures name. Nothing here writes.
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -89,6 +90,8 @@ class NodeView:
     outputs: Data | None = None
     attempts: list[AttemptView] = field(default_factory=list)
     children: list[NodeView] = field(default_factory=list)
+    # The workflow's node this is an execution of (None when the console cannot find it), for its name.
+    spec: workflow_pb2.Node | None = None
 
 
 @dataclass
@@ -115,6 +118,7 @@ class ExecutionView:
     mode: str = ""
     # The compiled workflow the engine runs (for the graph), if the store still has it.
     compiled: compiler_pb2.CompiledWorkflow | None = None
+    compiled_closure: compiler_pb2.CompiledWorkflowClosure | None = None
     signals: list[SignalView] = field(default_factory=list)
 
 
@@ -243,9 +247,10 @@ def load_execution(ctx: Context, project: str, domain: str, name: str) -> Execut
         signals=signals,
     )
     if compiled_pb:
-        view.compiled = compiler_pb2.CompiledWorkflowClosure.FromString(compiled_pb).primary
+        view.compiled_closure = compiler_pb2.CompiledWorkflowClosure.FromString(compiled_pb)
+        view.compiled = view.compiled_closure.primary
     attempts = _attempts(task_rows, now)
-    view.nodes, view.node_count = _node_tree(ctx, node_rows, attempts, now)
+    view.nodes, view.node_count = _node_tree(ctx, node_rows, attempts, now, view.compiled_closure)
     return view
 
 
@@ -279,10 +284,47 @@ def _item_counts(closure: task_execution_pb2.TaskExecutionClosure) -> dict[str, 
     return counts
 
 
-def _node_tree(ctx: Context, node_rows, attempts: dict[str, list[AttemptView]], now: datetime):
+# The nodes a level of an execution's node tree runs, by id, and the closure whose subworkflows they may name.
+Scope = tuple[dict[str, workflow_pb2.Node], "compiler_pb2.CompiledWorkflowClosure | None"]
+
+
+def _scope(workflow: compiler_pb2.CompiledWorkflow, closure: compiler_pb2.CompiledWorkflowClosure | None) -> Scope:
+    return {n.id: n for n in workflow.template.nodes}, closure
+
+
+def _children_scope(node: workflow_pb2.Node | None, dynamic_pb: bytes | None, scope: Scope | None) -> Scope | None:
+    """The nodes the children of a node execution run: a dynamic node's compiled workflow, a subworkflow's, or a
+    branch's arms."""
+    if dynamic_pb:
+        closure = compiler_pb2.CompiledWorkflowClosure.FromString(dynamic_pb)
+        return _scope(closure.primary, closure)
+    if node is None or scope is None:
+        return None
+    target = node.WhichOneof("target")
+    if target == "workflow_node" and node.workflow_node.HasField("sub_workflow_ref") and scope[1] is not None:
+        ref = node.workflow_node.sub_workflow_ref
+        return next((_scope(sub, scope[1]) for sub in scope[1].sub_workflows if sub.template.id == ref), None)
+    if target == "branch_node":
+        branch = node.branch_node.if_else
+        arms = [branch.case.then_node, *(case.then_node for case in branch.other)]
+        if branch.HasField("else_node"):
+            arms.append(branch.else_node)
+        return {arm.id: arm for arm in arms}, scope[1]
+    return None
+
+
+def _natural(text: str) -> tuple:
+    """A key that orders dn2 before dn10."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
+
+
+def _node_tree(ctx: Context, node_rows, attempts: dict[str, list[AttemptView]], now: datetime,
+               closure: compiler_pb2.CompiledWorkflowClosure | None):
     with_data = len(node_rows) <= MAX_NODES_WITH_DATA
     views: dict[int, NodeView] = {}
     parents: dict[int, int | None] = {}
+    # Each level's nodes, by the row of the node execution they are children of (None: the workflow's own).
+    scopes: dict[int | None, Scope | None] = {None: _scope(closure.primary, closure) if closure is not None else None}
     for row in node_rows:
         c = node_execution_pb2.NodeExecutionClosure.FromString(row.closure_pb)
         meta = node_execution_pb2.NodeExecutionMetaData.FromString(row.metadata_pb or b"")
@@ -300,6 +342,9 @@ def _node_tree(ctx: Context, node_rows, attempts: dict[str, list[AttemptView]], 
             flyte_url=f"flyte://v1/{row.project}/{row.domain}/{row.execution_name}/{row.node_id}",
             attempts=attempts.get(row.node_id, []),
         )
+        scope = scopes.get(row.parent_id)
+        node.spec = scope[0].get(spec_id) if scope is not None else None
+        scopes[row.id] = _children_scope(node.spec, row.dynamic_workflow_pb, scope)
         if with_data:
             node.inputs = read_data(ctx, row.input_uri)
             node.outputs = read_data(ctx, c.output_uri, c.output_data if c.HasField("output_data") else None)
@@ -310,6 +355,9 @@ def _node_tree(ctx: Context, node_rows, attempts: dict[str, list[AttemptView]], 
         parent_id = parents[row_id]
         parent = views.get(parent_id) if parent_id is not None else None
         (parent.children if parent is not None else roots).append(node)
+    # Siblings in the order of their ids, numbers by value (n2 before n10; a dynamic node's children dn0, dn1, ...).
+    for siblings in [roots, *(node.children for node in views.values())]:
+        siblings.sort(key=lambda node: _natural(node.node_id))
     return roots, len(views)
 
 
