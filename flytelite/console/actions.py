@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse, Response
 from flytelite.auth.http import IDENTITY, REFUSED
 from flytelite.auth.roles import Authorizer, rpc_permission, serve_as
 from flytelite.console.forms import literal_from_text
+from flytelite.console.launch_form import OPTIONS
 from flytelite.console.layout import execution_url
 from flytelite.console.rest import HttpAudit, code_name, error_response
 from flytelite.errors import InvalidArgument, NotFound, Unauthenticated
@@ -64,13 +65,55 @@ def launch(admin, form: dict[str, Any]) -> dict[str, Any]:
             continue
         inputs.literals[name].CopyFrom(literal_from_text(text, params[name].var.type, name))
     metadata = execution_pb2.ExecutionMetadata(mode=execution_pb2.ExecutionMetadata.MANUAL, principal="console")
+    source = form.get("relaunch_of")
+    if source:
+        # As FlyteAdmin's RelaunchExecution marks a relaunch: the new execution names the one it repeats.
+        admin.GetExecution(execution_pb2.WorkflowExecutionGetRequest(id=idpb.WorkflowExecutionIdentifier(
+            project=ident.project, domain=ident.domain, name=str(source))), None)
+        metadata.mode = execution_pb2.ExecutionMetadata.RELAUNCH
+        metadata.reference_execution.CopyFrom(idpb.WorkflowExecutionIdentifier(
+            project=ident.project, domain=ident.domain, name=str(source)))
     spec = execution_pb2.ExecutionSpec(launch_plan=ident, metadata=metadata)
+    _apply_options(spec, form.get("options") or {})
     created = admin.CreateExecution(execution_pb2.ExecutionCreateRequest(
         project=ident.project, domain=ident.domain, name=str(form.get("execution_name", "")), spec=spec,
         inputs=inputs), None)
     ex = created.id
     return {"id": {"project": ex.project, "domain": ex.domain, "name": ex.name},
             "url": execution_url(ex.project, ex.domain, ex.name)}
+
+
+def _apply_options(spec: execution_pb2.ExecutionSpec, options: object) -> None:
+    """The launch form's advanced options (texts as typed) on the execution's spec."""
+    if not isinstance(options, dict):
+        raise InvalidArgument(f"options must map option names to their text, got {options!r}")
+    unknown = sorted(set(options) - {key for key, _label, _hint in OPTIONS})
+    if unknown:
+        raise InvalidArgument(f"unknown launch options {unknown}; the form has {[key for key, *_ in OPTIONS]}")
+    for key, target in (("labels", spec.labels.values), ("annotations", spec.annotations.values)):
+        target.update(_pairs(key, str(options.get(key) or "")))
+    parallelism = str(options.get("max_parallelism") or "").strip()
+    if parallelism:
+        if not parallelism.isdigit():
+            raise InvalidArgument(f"max parallelism must be a whole number of at least 0, got {parallelism!r}")
+        spec.max_parallelism = int(parallelism)
+    prefix = str(options.get("raw_output_prefix") or "").strip()
+    if prefix:
+        spec.raw_output_data_config.output_location_prefix = prefix
+    spec.overwrite_cache = str(options.get("overwrite_cache", "")).lower() == "true"
+
+
+def _pairs(what: str, text: str) -> dict[str, str]:
+    """`key=value, key=value` as a dict."""
+    pairs = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InvalidArgument(f"{what} must be key=value pairs separated by commas, got {item!r}")
+        pairs[key.strip()] = value.strip()
+    return pairs
 
 
 def set_signal_value(signals, signal_type, form: dict[str, Any]) -> dict[str, Any]:

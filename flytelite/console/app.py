@@ -207,6 +207,8 @@ def build_app(ctx: Context) -> Starlette:
         Route(base + "/executions", page(lambda r, p, d: list_pages.executions_page(admin, p, d, r.query_params))),
         Route(base + "/schedules", page(lambda r, p, d: list_pages.schedules_page(admin, ctx, p, d))),
         Route(base + "/domains/{domain}/executions/{name}", page(execution)),
+        Route(base + "/domains/{domain}/executions/{name}/relaunch",
+              page(lambda r, p, d: entity_pages.relaunch_page(admin, p, d, r.path_params["name"]))),
         Route(base + "/domains/{domain}/executions/{name}/nodes/{node}/items", page(items_list)),
         Route(base + "/domains/{domain}/executions/{name}/nodes/{node}/items/{index:int}", page(item)),
         Route(base + "/domains/{domain}/{singular}/{name}/version/{version}", page(entity)),

@@ -13,8 +13,9 @@ from flyteidl.admin import common_pb2, execution_pb2, launch_plan_pb2, project_p
 from flyteidl.core import identifier_pb2 as idpb
 from flyteidl.core import interface_pb2
 
+from flytelite.console.actions import expected_inputs
 from flytelite.console.dag import render_dag
-from flytelite.console.launch_form import interface_table, launch_form
+from flytelite.console.launch_form import LaunchChoices, interface_table, launch_form
 from flytelite.console.layout import (
     entity_url,
     esc,
@@ -27,6 +28,7 @@ from flytelite.console.layout import (
     project_url,
     state_badge,
     table,
+    tags_and_labels,
 )
 from flytelite.errors import NotFound
 from flytelite.idl.phases import workflow_phase_name
@@ -135,8 +137,13 @@ def entity_page(admin, path: str, project: str, domain: str, name: str, version:
             f"<td>{fmt_time(_created(v))}</td>{_state_cell(kind, v)}</tr>"
             for v in versions]
     headers = ["Version", "Registered"] + (["State"] if kind == "launch_plan" else [])
+    choices = LaunchChoices(versions=[(v.id.version, entity_url(kind, project, domain, name, v.id.version))
+                                      for v in versions])
+    if kind != "task":
+        workflow = name if kind == "workflow" else entity.spec.workflow_id.name
+        choices.plans = _plans_of(admin, project, domain, workflow)
     detail = {"workflow": _workflow_detail, "task": _task_detail, "launch_plan": _launch_plan_detail}[kind](
-        admin, entity)
+        admin, entity, choices)
     body = (f"<h1><span class='muted'>{esc(title[:-1])}</span> {esc(name)}</h1>"
             f"<p class='muted'>version {esc(version)}</p>{detail}"
             f"<h2>Recent executions</h2>{recent_executions(admin, project, domain, f'eq({_EXEC_FILTER[kind]},{name})', 20)}"
@@ -150,7 +157,14 @@ def _state_cell(kind: str, lp) -> str:
     return f"<td>{state_badge(lp.closure.state == launch_plan_pb2.ACTIVE)}</td>"
 
 
-def _workflow_detail(admin, wf) -> str:
+def _plans_of(admin, project: str, domain: str, workflow: str) -> list[tuple[str, str]]:
+    """The launch plans of a workflow, each with its page's href."""
+    listed = admin.ListLaunchPlanIds(common_pb2.NamedEntityIdentifierListRequest(
+        project=project, domain=domain, limit=200, filters=f"eq(workflow.name,{workflow})"), None)
+    return [(n, entity_url("launch_plan", project, domain, n)) for n in sorted(e.name for e in listed.entities)]
+
+
+def _workflow_detail(admin, wf, choices: LaunchChoices) -> str:
     iface = wf.closure.compiled_workflow.primary.template.interface
     ident = wf.id
     parts = [interface_table(iface.inputs, "Inputs"), interface_table(iface.outputs, "Outputs"),
@@ -163,11 +177,11 @@ def _workflow_detail(admin, wf) -> str:
         parts.append("<p class='muted'>No default launch plan of this version to launch with.</p>")
     else:
         parts.insert(0, launch_form("launch_plan", ident.project, ident.domain, ident.name, ident.version,
-                                    lp.closure.expected_inputs, lp.spec.fixed_inputs))
+                                    lp.closure.expected_inputs, lp.spec.fixed_inputs, choices))
     return "".join(parts)
 
 
-def _task_detail(admin, task) -> str:
+def _task_detail(admin, task, choices: LaunchChoices) -> str:
     template = task.closure.compiled_task.template
     params = interface_pb2.ParameterMap()
     for n, var in template.interface.inputs.variables.items():
@@ -178,12 +192,12 @@ def _task_detail(admin, task) -> str:
             ("Cache", f"version {template.metadata.discovery_version}" if template.metadata.discoverable else "off")]
     rows = "".join(f"<tr><td>{k}</td><td>{esc(v)}</td></tr>" for k, v in meta if v)
     ident = task.id
-    return (launch_form("task", ident.project, ident.domain, ident.name, ident.version, params)
+    return (launch_form("task", ident.project, ident.domain, ident.name, ident.version, params, None, choices)
             + f"<h2>Task</h2><table class='meta'>{rows}</table>"
             + interface_table(template.interface.inputs, "Inputs") + interface_table(template.interface.outputs, "Outputs"))
 
 
-def _launch_plan_detail(admin, lp) -> str:
+def _launch_plan_detail(admin, lp, choices: LaunchChoices) -> str:
     ident = lp.id
     spec = lp.spec
     schedule = spec.entity_metadata.schedule
@@ -204,7 +218,7 @@ def _launch_plan_detail(admin, lp) -> str:
             ("Schedule", esc(sched)), ("Concurrency", esc(_concurrency(spec)))]
     meta = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
     return (launch_form("launch_plan", ident.project, ident.domain, ident.name, ident.version,
-                        lp.closure.expected_inputs, spec.fixed_inputs)
+                        lp.closure.expected_inputs, spec.fixed_inputs, choices)
             + f"<h2>Launch plan</h2><table class='meta'>{meta}</table>"
             + interface_table(interface_pb2.VariableMap(), "Inputs", lp.closure.expected_inputs)
             + interface_table(lp.closure.expected_outputs, "Outputs"))
@@ -238,11 +252,35 @@ def executions_table(executions: list[execution_pb2.Execution]) -> str:
         rows.append(f"<tr data-execution-row='{esc(ident.name)}'><td><a href='{esc(execution_url(ident.project, ident.domain, ident.name))}'>"
                     f"{esc(ident.name)}</a></td><td>{phase_badge(workflow_phase_name(c.phase))}</td>"
                     f"<td>{esc(target)}</td><td>{fmt_time(created)}</td><td>{fmt_time(started)}</td>"
-                    f"<td>{fmt_duration(duration)}</td><td>{_tags(e.spec)}</td></tr>")
+                    f"<td>{fmt_duration(duration)}</td><td>{tags_and_labels(e.spec.tags, e.spec.labels.values)}</td></tr>")
     return table(["Execution", "Phase", "Launch plan", "Created", "Started", "Duration", "Tags and labels"], rows,
                  "No executions.")
 
 
-def _tags(spec: execution_pb2.ExecutionSpec) -> str:
-    chips = [*spec.tags, *(f"{k}={v}" for k, v in sorted(spec.labels.values.items()))]
-    return " ".join(f"<span class='tag'>{esc(chip)}</span>" for chip in chips)
+
+
+def relaunch_page(admin, project: str, domain: str, name: str) -> str:
+    """The launch form of an execution's launch plan (or task), filled with that execution's inputs and options;
+    what it launches is a relaunch of it (FlyteAdmin's RELAUNCH mode, naming it as the reference)."""
+    exec_id = idpb.WorkflowExecutionIdentifier(project=project, domain=domain, name=name)
+    ex = admin.GetExecution(execution_pb2.WorkflowExecutionGetRequest(id=exec_id), None)
+    data = admin.GetExecutionData(execution_pb2.WorkflowExecutionGetDataRequest(id=exec_id), None)
+    spec, ident = ex.spec, ex.spec.launch_plan
+    options = {"labels": ", ".join(f"{k}={v}" for k, v in sorted(spec.labels.values.items())),
+               "annotations": ", ".join(f"{k}={v}" for k, v in sorted(spec.annotations.values.items())),
+               "max_parallelism": str(spec.max_parallelism) if spec.max_parallelism else "",
+               "raw_output_prefix": spec.raw_output_data_config.output_location_prefix,
+               "overwrite_cache": "true" if spec.overwrite_cache else ""}
+    choices = LaunchChoices(values=data.full_inputs, options=options, relaunch_of=name)
+    if ident.resource_type == idpb.TASK:
+        form = launch_form("task", project, domain, ident.name, ident.version, expected_inputs(admin, ident), None,
+                           choices)
+    else:
+        lp = admin.GetLaunchPlan(common_pb2.ObjectGetRequest(id=ident), None)
+        form = launch_form("launch_plan", project, domain, ident.name, ident.version, lp.closure.expected_inputs,
+                           lp.spec.fixed_inputs, choices)
+    source = execution_url(project, domain, name)
+    body = (f"<h1>Relaunch {esc(name)}</h1><p>With the inputs and options of <a class='source' href='{esc(source)}'>"
+            f"{esc(name)}</a>; change what should differ.</p>"
+            + (form or "<p class='muted'>You may not launch in this project and domain.</p>"))
+    return layout(f"Relaunch {name}", body, project, domain)

@@ -31,6 +31,7 @@ from flytelite.console.layout import (
     log_panel,
     may,
     phase_badge,
+    tags_and_labels,
 )
 from flytelite.console.literals import HtmlFormatter, render_literal
 from flytelite.console.views import ExecutionView, NodeView, SignalView
@@ -72,7 +73,8 @@ def _summary(view: ExecutionView) -> str:
           if view.workflow_id else esc(view.workflow) or "—")
     meta = "".join(f"<tr><td>{label}</td><td>{value}</td></tr>" for label, value in [
         ("Phase", f"<span id='execution-phase'>{phase_badge(view.phase)}</span>"),
-        ("Launch plan", lp), ("Workflow", wf), ("Mode", esc(view.mode.lower())),
+        ("Launch plan", lp), ("Workflow", wf), ("Mode", esc(view.mode.lower()) + _reference(view)),
+        ("Tags and labels", tags_and_labels(view.tags, view.labels) or "—"),
         ("Created", fmt_time(view.created_at)), ("Started", fmt_time(view.started_at)),
         ("Duration", fmt_duration(view.duration)),
     ])
@@ -82,17 +84,34 @@ def _summary(view: ExecutionView) -> str:
     elif view.running:
         buttons.append("<button class='danger' data-action='terminate'>Terminate</button>")
     else:
-        buttons.append("<button data-action='relaunch'>Relaunch</button>")
+        here = execution_url(view.project, view.domain, view.name)
+        buttons.append(f"<a class='button' data-relaunch href='{esc(here)}/relaunch'>Relaunch</a>")
         if view.phase in ("FAILED", "ABORTED", "TIMED_OUT"):
             buttons.append("<button class='secondary' data-action='recover'>Recover</button>")
     parts = [f"<h1>{esc(view.project)} / {esc(view.domain)} / {esc(view.name)}</h1>",
              f"<div class='actions'>{''.join(buttons)}<span class='action-result'></span></div>",
+             _terminate_form() if view.running else "",
              f"<table class='meta'>{meta}</table>"]
     if view.error:
         parts.append(f"<h2>Error</h2><div class='error'><pre>{esc(view.error)}</pre></div>")
     if view.abort_cause:
         parts.append(f"<h2>Aborted</h2><p>{esc(view.abort_cause)}</p>")
     return "".join(parts)
+
+
+def _reference(view: ExecutionView) -> str:
+    if not view.reference:
+        return ""
+    href = execution_url(view.project, view.domain, view.reference)
+    return f" of <a class='reference' href='{esc(href)}'>{esc(view.reference)}</a>"
+
+
+def _terminate_form() -> str:
+    """Asked before terminating: why (the execution keeps it as its abort cause)."""
+    return ("<form class='terminate' hidden><label>Terminate this execution? Say why: <input name='cause' size='50' "
+            "placeholder='the cause, kept with the execution'></label> <button class='danger' type='submit'>"
+            "Terminate</button> <button type='button' class='secondary' data-cancel-terminate>Cancel</button>"
+            "<div class='terminate-result'></div></form>")
 
 
 def _signals(view: ExecutionView) -> str:
@@ -127,6 +146,9 @@ def _node_rows(node: NodeView, depth: int, fmt: HtmlFormatter, link: LinkFor, he
     label = node_label(node)
     if node.cache_status:
         label += f" <span class='tag cache'>cache {esc(node.cache_status.lower())}</span>"
+    if node.cache_source is not None:
+        label += (f" <a class='cache-source' href='{esc(execution_url(*node.cache_source))}'>from "
+                  f"{esc(node.cache_source[2])}</a>")
     error = error_block(node.error)
     deck_href = link(node.deck_uri) if node.deck_uri else None
     details = ""

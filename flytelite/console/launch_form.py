@@ -9,6 +9,7 @@ inputs are shown, not editable. The page script posts the texts to
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 
 from flyteidl.core import interface_pb2, literals_pb2
 
@@ -37,14 +38,40 @@ def interface_table(variables: interface_pb2.VariableMap, title: str,
             f"<th>Description</th></tr>{''.join(rows)}</table>")
 
 
+# The launch form's advanced options: (key, label, hint). The page script sends them as `options`.
+OPTIONS = [("labels", "Labels", "key=value, key=value"), ("annotations", "Annotations", "key=value, key=value"),
+           ("max_parallelism", "Max parallelism", "nodes at once; empty: the launch plan's"),
+           ("raw_output_prefix", "Raw output prefix", "where tasks write data; empty: the default"),
+           ("overwrite_cache", "Overwrite cache", "")]
+
+
+@dataclass
+class LaunchChoices:
+    """What a launch form offers beyond the inputs: other versions and launch plans to launch instead (each
+    an href), values to start from (a relaunch's source execution's), and its options' starting values."""
+
+    versions: list[tuple[str, str]] = field(default_factory=list)
+    plans: list[tuple[str, str]] = field(default_factory=list)
+    values: literals_pb2.LiteralMap | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    # The execution this launch relaunches (the new one names it as its reference execution).
+    relaunch_of: str = ""
+
+
 def launch_form(kind: str, project: str, domain: str, name: str, version: str,
-                params: interface_pb2.ParameterMap, fixed: literals_pb2.LiteralMap | None = None) -> str:
+                params: interface_pb2.ParameterMap, fixed: literals_pb2.LiteralMap | None = None,
+                choices: LaunchChoices | None = None) -> str:
     if not may("launch", project, domain):
         return ""
-    target = json.dumps({"kind": kind, "project": project, "domain": domain, "name": name, "version": version})
-    fields = []
+    choices = choices or LaunchChoices()
+    target = json.dumps({"kind": kind, "project": project, "domain": domain, "name": name, "version": version,
+                         **({"relaunch_of": choices.relaunch_of} if choices.relaunch_of else {})})
+    fields = [_picker("Version", version, choices.versions), _picker("Launch plan", name, choices.plans)]
+    values = choices.values.literals if choices.values is not None else {}
     for input_name in sorted(params.parameters):
         p = params.parameters[input_name]
+        if input_name in values:
+            p = interface_pb2.Parameter(var=p.var, default=values[input_name])
         fields.append(_field(input_name, p))
     fixed_values = fixed.literals if fixed is not None else {}
     for input_name in sorted(fixed_values):
@@ -53,8 +80,30 @@ def launch_form(kind: str, project: str, domain: str, name: str, version: str,
     if not fields:
         fields.append("<p class='muted'>This takes no inputs.</p>")
     return (f"<form class='launch' data-target='{esc(target)}'><b>Launch {esc(name)} <span class='muted'>"
-            f"({esc(version)})</span></b>{''.join(fields)}<div><button type='submit'>Launch</button></div>"
-            "<div class='launch-result'></div></form>")
+            f"({esc(version)})</span></b>{''.join(fields)}{_options(choices.options)}"
+            "<div><button type='submit'>Launch</button></div><div class='launch-result'></div></form>")
+
+
+def _picker(label: str, current: str, choices: list[tuple[str, str]]) -> str:
+    """A select that opens the page of what is picked (nothing when there is nothing else to pick)."""
+    if len(choices) < 2:
+        return ""
+    options = "".join(f"<option value='{esc(href)}'{' selected' if text == current else ''}>{esc(text)}</option>"
+                      for text, href in choices)
+    return f"<label>{esc(label)}<select data-navigate>{options}</select></label>"
+
+
+def _options(values: dict[str, str]) -> str:
+    fields = []
+    for key, label, hint in OPTIONS:
+        value = values.get(key, "")
+        if key == "overwrite_cache":
+            fields.append(f"<label>{label}<input type='checkbox' data-option='{key}'"
+                          f"{' checked' if value == 'true' else ''}></label>")
+        else:
+            fields.append(f"<label>{label}<input type='text' data-option='{key}' value='{esc(value)}' "
+                          f"placeholder='{esc(hint)}'></label>")
+    return f"<details class='advanced'><summary>Advanced options</summary>{''.join(fields)}</details>"
 
 
 def _field(name: str, p: interface_pb2.Parameter) -> str:

@@ -113,6 +113,12 @@ def phase_badge(phase: str) -> str:
     return f"<span class='phase {phase_class(phase)}'>{esc(phase)}</span>"
 
 
+def tags_and_labels(tags, labels) -> str:
+    """An execution's tags and labels (key=value) as chips."""
+    chips = [*tags, *(f"{k}={v}" for k, v in sorted(labels.items()))]
+    return " ".join(f"<span class='tag'>{esc(chip)}</span>" for chip in chips)
+
+
 def state_badge(active: bool) -> str:
     """A launch plan's state: ACTIVE (its schedule runs) or INACTIVE."""
     return f"<span class='phase {'active' if active else 'inactive'}'>{'ACTIVE' if active else 'INACTIVE'}</span>"

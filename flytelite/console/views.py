@@ -90,6 +90,8 @@ class NodeView:
     outputs: Data | None = None
     attempts: list[AttemptView] = field(default_factory=list)
     children: list[NodeView] = field(default_factory=list)
+    # A cache hit's source: the execution whose task produced the outputs reused, (project, domain, name).
+    cache_source: tuple[str, str, str] | None = None
     # The workflow's node this is an execution of (None when the console cannot find it), for its name.
     spec: workflow_pb2.Node | None = None
 
@@ -116,6 +118,10 @@ class ExecutionView:
     launch_plan_id: tuple[str, str, str, str] | None = None
     workflow_id: tuple[str, str, str, str] | None = None
     mode: str = ""
+    # The execution this one relaunched or recovered (its name in the same project and domain).
+    reference: str = ""
+    tags: list[str] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
     # The compiled workflow the engine runs (for the graph), if the store still has it.
     compiled: compiler_pb2.CompiledWorkflow | None = None
     compiled_closure: compiler_pb2.CompiledWorkflowClosure | None = None
@@ -244,6 +250,7 @@ def load_execution(ctx: Context, project: str, domain: str, name: str) -> Execut
         launch_plan_id=(lp.project, lp.domain, lp.name, lp.version) if lp.name else None,
         workflow_id=(wf.project, wf.domain, wf.name, wf.version) if wf.name else None,
         mode=execution_pb2.ExecutionMetadata.ExecutionMode.Name(spec.metadata.mode),
+        reference=spec.metadata.reference_execution.name, tags=list(spec.tags), labels=dict(spec.labels.values),
         signals=signals,
     )
     if compiled_pb:
@@ -345,6 +352,9 @@ def _node_tree(ctx: Context, node_rows, attempts: dict[str, list[AttemptView]], 
         scope = scopes.get(row.parent_id)
         node.spec = scope[0].get(spec_id) if scope is not None else None
         scopes[row.id] = _children_scope(node.spec, row.dynamic_workflow_pb, scope)
+        source = c.task_node_metadata.catalog_key.source_task_execution.node_execution_id.execution_id
+        if cache == catalog_pb2.CACHE_HIT and source.name:
+            node.cache_source = (source.project, source.domain, source.name)
         if with_data:
             node.inputs = read_data(ctx, row.input_uri)
             node.outputs = read_data(ctx, c.output_uri, c.output_data if c.HasField("output_data") else None)

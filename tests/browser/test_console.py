@@ -109,13 +109,37 @@ def test_terminate_aborts_a_running_execution(page, server, remote, demo):
     name = start(remote, demo, "fan_wf", seconds=300, label="forever")
     page.goto(server.url + execution_path(name))
     page.wait_for_function("document.querySelector(\"#dag g[data-node='n0']\").dataset.phase === 'RUNNING'")
+    # Terminate asks first, and for a cause.
     page.click("button[data-action='terminate']")
+    page.click("form.terminate button[type=submit]")
+    page.wait_for_selector("form.terminate .terminate-result.bad")
+    assert "Say why" in page.locator("form.terminate .terminate-result").text_content()
+    assert remote.fetch_execution(name=name).closure.phase == WorkflowExecution.RUNNING
+    page.fill("form.terminate input[name=cause]", "wrong label, started again")
+    page.click("form.terminate button[type=submit]")
     page.wait_for_function("document.querySelector('#execution-phase').textContent === 'ABORTED'", timeout=60_000)
-    assert "terminated from the console" in page.locator("#summary").text_content()
+    assert "wrong label, started again" in page.locator("#summary").text_content()
     # A finished run offers relaunch and recover instead.
-    assert page.locator("button[data-action='relaunch']").count() == 1
+    assert page.locator("a[data-relaunch]").count() == 1
     assert page.locator("button[data-action='recover']").count() == 1
     assert remote.fetch_execution(name=name).closure.phase == WorkflowExecution.ABORTED  # as FlyteRemote sees it
+    # Relaunch opens the launch form with the run's inputs, to change before launching.
+    page.click("a[data-relaunch]")
+    page.wait_for_url(re.compile(r".*/relaunch$"))
+    assert page.input_value("[data-input='seconds']") == "300"
+    assert page.input_value("[data-input='label']") == "forever"
+    page.fill("[data-input='seconds']", "1")
+    page.click("details.advanced summary")
+    page.fill("[data-option='labels']", "team=ml")
+    screenshot(page, "relaunch")
+    page.click("form.launch button[type=submit]")
+    page.wait_for_url(re.compile(r".*/executions/(?!" + name + r")[a-z][a-z0-9]+$"))
+    page.wait_for_function("document.querySelector('#execution-phase').textContent === 'SUCCEEDED'", timeout=60_000)
+    summary = page.locator("#summary")
+    assert summary.locator("a.reference").text_content() == name
+    assert "relaunch of" in summary.text_content() and "team=ml" in summary.text_content()
+    assert "quick-1+slow-1" not in page.locator("#data").text_content()
+    assert "forever-1+quick-1" in page.locator("#data").text_content()
 
 
 def test_map_items_list_filters_and_pages(page, server, remote, demo):

@@ -1,6 +1,6 @@
 """Details of the console's pages: 404s for a missing project, what a node without outputs says, phases and
 states told apart by colour, attempts that never reported RUNNING, folders' files, entity pages' tables and
-the audit trail's place in the menu."""
+the audit trail's place in the menu, a cache hit's source."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import requests
 from flyteidl.admin import launch_plan_pb2
 from flyteidl.admin import node_execution_pb2 as N
 from flyteidl.admin import task_execution_pb2 as TE
+from flyteidl.core import catalog_pb2
 from flyteidl.core import execution_pb2 as E
 from flyteidl.core import identifier_pb2 as I
 from flyteidl.core import literals_pb2 as L
@@ -147,3 +148,21 @@ def test_the_audit_trail_is_in_the_menu_and_its_table_wraps(console):
                                  Caller("someone@example.com", "", "127.0.0.1"), "refused", "y " * 400)
     audit = requests.get(f"{console.url}/console/audit")
     assert audit.status_code == 200 and "<table class=audit>" in audit.text and "x" * 300 in audit.text
+
+
+def test_a_cache_hit_links_the_execution_it_reused(console):
+    ctx = console.ctx
+    add_execution(ctx, "reuses", E.WorkflowExecution.SUCCEEDED)
+    closure = N.NodeExecutionClosure(phase=E.NodeExecution.SUCCEEDED, created_at=to_timestamp(T0),
+                                     updated_at=to_timestamp(T0))
+    closure.task_node_metadata.cache_status = catalog_pb2.CACHE_HIT
+    source = closure.task_node_metadata.catalog_key.source_task_execution.node_execution_id
+    source.node_id = "n0"
+    source.execution_id.project, source.execution_id.domain, source.execution_id.name = \
+        "flytesnacks", "development", "earlier"
+    with ctx.db.session() as s:
+        s.add(_row(NodeExecution, closure, execution_name="reuses", node_id="n0", phase=E.NodeExecution.SUCCEEDED,
+                   input_uri="", metadata_pb=N.NodeExecutionMetaData(spec_node_id="n0").SerializeToString()))
+    body = page(console, "reuses").text
+    assert "<span class='tag cache'>cache hit</span> <a class='cache-source' href='/console/projects/flytesnacks/" \
+           "domains/development/executions/earlier'>from earlier</a>" in body

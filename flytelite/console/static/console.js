@@ -68,17 +68,15 @@
   }
 
   var actions = {
-    terminate: async function (id) {
-      await api("DELETE", "/api/v1/executions/" + [id.project, id.domain, id.name].map(encodeURIComponent).join("/"),
-        {id: id, cause: "terminated from the console"});
-      if (!polling()) { content().dataset.running = "1"; }
-      setTimeout(refresh, 200);
-      return "Terminating…";
-    },
-    relaunch: async function (id) {
-      var r = await api("POST", "/api/v1/executions/relaunch", {id: id});
-      goTo(r.id);
-      return "Relaunched as " + r.id.name;
+    terminate: async function (id, btn) {
+      // Asks first: the cause typed is the execution's abort cause.
+      var form = document.querySelector("form.terminate");
+      form.hidden = false;
+      var region = form.closest("[data-live]");
+      if (region) region.dataset.dirty = "1";
+      form.elements.cause.focus();
+      btn.disabled = false;
+      return "";
     },
     "abort-run": async function () {
       var run = JSON.parse(content().dataset.run);
@@ -99,7 +97,10 @@
       e.preventDefault();
       btn.disabled = true;
       var out = btn.parentElement.querySelector(".action-result");
-      try { show(out, await actions[btn.dataset.action](execId()), true); }
+      try {
+        var said = await actions[btn.dataset.action](execId(), btn);
+        if (said) show(out, said, true);
+      }
       catch (err) { show(out, err.message, false); btn.disabled = false; }
       return;
     }
@@ -130,6 +131,13 @@
       } catch (err) { show(document.querySelector(".lp-result"), err.message, false); }
       return;
     }
+    if (e.target.closest("button[data-cancel-terminate]")) {
+      var asked = e.target.closest("form.terminate");
+      asked.hidden = true;
+      var frozen = asked.closest("[data-live]");
+      if (frozen) delete frozen.dataset.dirty;
+      return;
+    }
     var copy = e.target.closest("button[data-copy]");
     if (copy) {
       e.preventDefault();
@@ -142,9 +150,30 @@
     if (e.target.id === "log-close") { closeLog(); }
   });
 
+  document.addEventListener("change", function (e) {
+    var picker = e.target.closest("select[data-navigate]");
+    if (picker) location.href = picker.value;
+  });
+
   document.addEventListener("submit", async function (e) {
     var form = e.target;
-    if (form.classList.contains("signal-form")) {
+    if (form.classList.contains("terminate")) {
+      e.preventDefault();
+      var exec = execId();
+      var said = form.querySelector(".terminate-result");
+      var cause = form.elements.cause.value.trim();
+      if (!cause) { show(said, "Say why it is terminated: the cause stays with the execution.", false); return; }
+      try {
+        await api("DELETE", "/api/v1/executions/" + [exec.project, exec.domain, exec.name].map(encodeURIComponent).join("/"),
+          {id: exec, cause: cause});
+        var live = form.closest("[data-live]");
+        if (live) delete live.dataset.dirty;
+        if (document.activeElement) document.activeElement.blur();  // a focused region is not refreshed
+        show(said, "Terminating…", true);
+        if (!polling()) { content().dataset.running = "1"; }
+        setTimeout(refresh, 200);
+      } catch (err) { show(said, err.message, false); }
+    } else if (form.classList.contains("signal-form")) {
       e.preventDefault();
       var id = execId();
       var out = form.parentElement.querySelector(".signal-result");
@@ -164,6 +193,10 @@
       });
       var spec = JSON.parse(form.dataset.target);
       spec.inputs = inputs;
+      spec.options = {};
+      form.querySelectorAll("[data-option]").forEach(function (el) {
+        spec.options[el.dataset.option] = el.type === "checkbox" ? (el.checked ? "true" : "false") : el.value;
+      });
       var result = form.querySelector(".launch-result");
       var submit = form.querySelector("button[type=submit]");
       submit.disabled = true;
