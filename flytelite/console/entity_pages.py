@@ -8,6 +8,7 @@ interface (and, for workflows, its graph), the launch form, and its recent execu
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from flyteidl.admin import common_pb2, execution_pb2, launch_plan_pb2, project_pb2
 from flyteidl.core import identifier_pb2 as idpb
@@ -241,7 +242,9 @@ def recent_executions(admin, project: str, domain: str, filters: str, limit: int
     return executions_table(listed.executions)
 
 
-def executions_table(executions: list[execution_pb2.Execution]) -> str:
+def executions_table(executions: list[execution_pb2.Execution],
+                     heading: Callable[[str, str], str] | None = None) -> str:
+    """The executions as a table; `heading(column, key)` makes a sortable column's heading (a link)."""
     rows = []
     for e in executions:
         c, ident = e.closure, e.id
@@ -253,8 +256,12 @@ def executions_table(executions: list[execution_pb2.Execution]) -> str:
                     f"{esc(ident.name)}</a></td><td>{phase_badge(workflow_phase_name(c.phase))}</td>"
                     f"<td>{esc(target)}</td><td>{fmt_time(created)}</td><td>{fmt_time(started)}</td>"
                     f"<td>{fmt_duration(duration)}</td><td>{tags_and_labels(e.spec.tags, e.spec.labels.values)}</td></tr>")
-    return table(["Execution", "Phase", "Launch plan", "Created", "Started", "Duration", "Tags and labels"], rows,
-                 "No executions.")
+    headers = ["Execution", "Phase", "Launch plan", "Created", "Started", "Duration", "Tags and labels"]
+    if heading is None or not rows:
+        return table(headers, rows, "No executions.")
+    keys = {"Execution": "name", "Created": "created_at", "Duration": "duration"}
+    cells = "".join(heading(h, keys[h]) if h in keys else f"<th>{esc(h)}</th>" for h in headers)
+    return f"<table><tr>{cells}</tr>{''.join(rows)}</table>"
 
 
 

@@ -88,7 +88,10 @@ def _summary(view: ExecutionView) -> str:
         buttons.append(f"<a class='button' data-relaunch href='{esc(here)}/relaunch'>Relaunch</a>")
         if view.phase in ("FAILED", "ABORTED", "TIMED_OUT"):
             buttons.append("<button class='secondary' data-action='recover'>Recover</button>")
-    parts = [f"<h1>{esc(view.project)} / {esc(view.domain)} / {esc(view.name)}</h1>",
+        buttons.append("<button class='secondary' data-action='unarchive'>Unarchive</button>" if view.archived else
+                       "<button class='secondary' data-action='archive'>Archive</button>")
+    archived = " <span class='tag archived'>archived</span>" if view.archived else ""
+    parts = [f"<h1>{esc(view.project)} / {esc(view.domain)} / {esc(view.name)}{archived}</h1>",
              f"<div class='actions'>{''.join(buttons)}<span class='action-result'></span></div>",
              _terminate_form() if view.running else "",
              f"<table class='meta'>{meta}</table>"]

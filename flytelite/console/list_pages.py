@@ -1,4 +1,5 @@
-"""The executions list (filters by phase, workflow and time range; pages; live) and the schedules page.
+"""The executions list (search; filters by phase, workflow, launch plan, tag, time range, duration and archived;
+sortable; pages; live), the schedules page and the audit trail.
 
 Filters become FlyteAdmin filter expressions (`eq(phase,RUNNING)+gte(created_at,...)`),
 run by the same ListExecutions the APIs serve; paging uses its tokens. The
@@ -8,12 +9,13 @@ changes show up without a reload.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta, timezone
 
-from flyteidl.admin import common_pb2
+from flyteidl.admin import common_pb2, execution_pb2
 from starlette.datastructures import QueryParams
 
-from flytelite.console.entity_pages import DESC, executions_table, known_project
+from flytelite.console.entity_pages import executions_table, known_project
 from flytelite.console.layout import entity_url, esc, fmt_time, layout, project_url, table
 from flytelite.context import Context
 from flytelite.errors import InvalidArgument
@@ -22,16 +24,21 @@ from flytelite.idl.schedules import parse_schedule, slots
 from flytelite.scheduler.progress import scheduled_plans
 
 PAGE_SIZE = 25
+SORTABLE = ("created_at", "duration", "name")
+# What the search box looks in (FlyteAdmin's filter fields).
+SEARCHED = ("name", "workflow.name", "launch_plan.name", "task.name", "execution_tag.key", "execution_tag.value")
 PHASES = [n for n in WorkflowPhase.keys() if n != "UNDEFINED"]
 
 
 def execution_filters(params: QueryParams) -> str:
-    """FlyteAdmin filter text for the list's form fields (phase, workflow, tag or label, from, to)."""
+    """FlyteAdmin filter text for the list's form fields (phase, workflow, launch plan, tag or label, from, to,
+    shortest duration, archived)."""
     parts = []
     if params.get("phase"):
         parts.append(f"eq(phase,{params['phase']})")
-    if params.get("workflow"):
-        parts.append(f"eq(workflow.name,{params['workflow']})")
+    for key, field in (("workflow", "workflow.name"), ("launch_plan", "launch_plan.name")):
+        if params.get(key):
+            parts.append(f"eq({field},{params[key].strip()})")
     if params.get("tag"):
         # A tag, or a label as key=value: one of the execution's tag rows must match (FlyteAdmin's execution_tag).
         key, _, value = params["tag"].strip().partition("=")
@@ -41,7 +48,21 @@ def execution_filters(params: QueryParams) -> str:
     for key, op in (("from", "gte"), ("to", "lte")):
         if params.get(key):
             parts.append(f"{op}(created_at,{_utc(params[key], key)})")
+    if params.get("min_duration"):
+        parts.append(f"gte(duration,{_seconds(params['min_duration'])})")
+    if params.get("archived"):
+        # FlyteAdmin's lists leave archived executions out unless a filter names the state.
+        parts.append("eq(state,EXECUTION_ARCHIVED)")
     return "+".join(parts)
+
+
+def _seconds(text: str) -> int:
+    """A duration typed as 90, 90s, 5m or 2h, in seconds."""
+    match = re.fullmatch(r"\s*(\d+)\s*([smh]?)\s*", text)
+    if match is None:
+        raise InvalidArgument(f"the shortest duration must be a number of seconds, or minutes or hours like 5m or "
+                              f"2h, got {text!r}")
+    return int(match[1]) * {"": 1, "s": 1, "m": 60, "h": 3600}[match[2]]
 
 
 def _utc(text: str, key: str) -> str:
@@ -53,25 +74,70 @@ def _utc(text: str, key: str) -> str:
         "%Y-%m-%dT%H:%M:%SZ")
 
 
+def _sort(params: QueryParams) -> common_pb2.Sort:
+    key, direction = params.get("sort", "") or "created_at", params.get("dir", "") or "desc"
+    if key not in SORTABLE or direction not in ("asc", "desc"):
+        raise InvalidArgument(f"the list sorts by {', '.join(SORTABLE)}, asc or desc; got {key!r} {direction!r}")
+    return common_pb2.Sort(key=key, direction=common_pb2.Sort.ASCENDING if direction == "asc"
+                           else common_pb2.Sort.DESCENDING)
+
+
+def _search(admin, project: str, domain: str, filters: str, text: str, sort: common_pb2.Sort, page: int):
+    """One page of the executions whose name, workflow, launch plan, task, tags or labels contain `text`
+    (with `filters`), and whether there are more: FlyteAdmin's filters are all met at once, so each field is
+    asked for on its own and the answers merged."""
+    if re.search(r"[(),+;]", text):
+        raise InvalidArgument(f"search for text without parentheses, commas, plus signs or semicolons; got {text!r}")
+    found: dict[str, execution_pb2.Execution] = {}
+    for field in SEARCHED:
+        listed = admin.ListExecutions(common_pb2.ResourceListRequest(
+            id=common_pb2.NamedEntityIdentifier(project=project, domain=domain),
+            filters="+".join(f for f in (filters, f"contains({field},{text})") if f),
+            limit=(page + 1) * PAGE_SIZE + 1, sort_by=sort), None)
+        for e in listed.executions:
+            found.setdefault(e.id.name, e)
+    order = {"name": lambda e: e.id.name, "created_at": lambda e: e.closure.created_at.ToNanoseconds(),
+             "duration": lambda e: e.closure.duration.ToNanoseconds()}[sort.key]
+    ranked = sorted(found.values(), key=order, reverse=sort.direction == common_pb2.Sort.DESCENDING)
+    return ranked[page * PAGE_SIZE:(page + 1) * PAGE_SIZE], len(ranked) > (page + 1) * PAGE_SIZE
+
+
 def executions_page(admin, project: str, domain: str, params: QueryParams) -> str:
     known_project(admin, project)
     problem = ""
+    executions: list[execution_pb2.Execution] = []
+    token, more, page = "", False, 0
     try:
-        filters = execution_filters(params)
-        listed = admin.ListExecutions(common_pb2.ResourceListRequest(
-            id=common_pb2.NamedEntityIdentifier(project=project, domain=domain), filters=filters, limit=PAGE_SIZE,
-            token=params.get("token", ""), sort_by=DESC), None)
-        executions, token = list(listed.executions), listed.token
+        filters, sort = execution_filters(params), _sort(params)
+        if params.get("q", "").strip():
+            page = int(params["page"]) if params.get("page", "").isdigit() else 0
+            executions, more = _search(admin, project, domain, filters, params["q"].strip(), sort, page)
+        else:
+            listed = admin.ListExecutions(common_pb2.ResourceListRequest(
+                id=common_pb2.NamedEntityIdentifier(project=project, domain=domain), filters=filters,
+                limit=PAGE_SIZE, token=params.get("token", ""), sort_by=sort), None)
+            executions, token = list(listed.executions), listed.token
     except InvalidArgument as exc:
-        problem, executions, token = str(exc), [], ""
+        problem = str(exc)
     pager = []
-    if params.get("token"):
-        pager.append(f"<a href='{esc(_with(project, domain, params, token=''))}'>First page</a>")
-    if token:
-        pager.append(f"<a class='next' href='{esc(_with(project, domain, params, token=token))}'>Next page</a>")
-    rows = executions_table(executions)
+    if params.get("token") or page:
+        pager.append(f"<a href='{esc(_with(project, domain, params, token='', page=''))}'>First page</a>")
+    if token or more:
+        pager.append(f"<a class='next' href='{esc(_with(project, domain, params, token=token, page=str(page + 1) if more else ''))}'>"
+                     "Next page</a>")
+
+    def heading(column: str, key: str) -> str:
+        current = params.get("sort", "") or "created_at"
+        ascending = (params.get("dir", "") or "desc") == "asc"
+        flip = "desc" if key == current and ascending else "asc" if key == current else "desc"
+        mark = (" ▲" if ascending else " ▼") if key == current else ""
+        href = _with(project, domain, params, sort=key, dir=flip, token="", page="")
+        return f"<th><a class='sort' data-sort='{key}' href='{esc(href)}'>{esc(column)}{mark}</a></th>"
+
+    rows = executions_table(executions, heading)
     error = f"<div class='notice bad'>{esc(problem)}</div>" if problem else ""
-    body = (f"<h1>Executions <span class='muted'>{esc(project)} / {esc(domain)}</span></h1>"
+    archived = " <span class='tag'>archived</span>" if params.get("archived") else ""
+    body = (f"<h1>Executions{archived} <span class='muted'>{esc(project)} / {esc(domain)}</span></h1>"
             f"{_filter_form(domain, params)}{error}"
             f"<div id='content' data-poll='1'><div id='executions' data-live>{rows}"
             f"<div class='pager'>{''.join(pager)}</div></div></div>")
@@ -88,14 +154,23 @@ def _filter_form(domain: str, params: QueryParams) -> str:
     phase = params.get("phase", "")
     options = "<option value=''>any</option>" + "".join(
         f"<option{' selected' if p == phase else ''}>{p}</option>" for p in PHASES)
+
+    def text(name: str, label: str, hint: str, kind: str = "text") -> str:
+        return (f"<label>{label}<input type='{kind}' name='{name}' value='{esc(params.get(name, ''))}' "
+                f"placeholder='{esc(hint)}'></label>")
+
+    kept = "".join(f"<input type='hidden' name='{k}' value='{esc(params.get(k, ''))}'>" for k in ("sort", "dir")
+                   if params.get(k))
     return ("<form class='filters' method='get'>"
-            f"<input type='hidden' name='domain' value='{esc(domain)}'>"
-            f"<label>Phase<select name='phase'>{options}</select></label>"
-            f"<label>Workflow<input name='workflow' value='{esc(params.get('workflow', ''))}' placeholder='name'></label>"
-            f"<label>Tag or label<input name='tag' value='{esc(params.get('tag', ''))}' placeholder='tag or key=value'>"
-            "</label>"
-            f"<label>From (UTC)<input type='datetime-local' name='from' value='{esc(params.get('from', ''))}'></label>"
-            f"<label>To (UTC)<input type='datetime-local' name='to' value='{esc(params.get('to', ''))}'></label>"
+            f"<input type='hidden' name='domain' value='{esc(domain)}'>{kept}"
+            + text("q", "Search", "name, workflow, launch plan, tag")
+            + f"<label>Phase<select name='phase'>{options}</select></label>"
+            + text("workflow", "Workflow", "name") + text("launch_plan", "Launch plan", "name")
+            + text("tag", "Tag or label", "tag or key=value")
+            + text("min_duration", "Lasting at least", "90, 5m, 2h")
+            + text("from", "From (UTC)", "", "datetime-local") + text("to", "To (UTC)", "", "datetime-local")
+            + f"<label>Archived<input type='checkbox' name='archived' value='1'"
+              f"{' checked' if params.get('archived') else ''}></label>"
             "<button type='submit'>Filter</button></form>")
 
 

@@ -122,6 +122,8 @@ class ExecutionView:
     reference: str = ""
     tags: list[str] = field(default_factory=list)
     labels: dict[str, str] = field(default_factory=dict)
+    # Archived (FlyteAdmin's EXECUTION_ARCHIVED): left out of the executions list unless asked for.
+    archived: bool = False
     # The compiled workflow the engine runs (for the graph), if the store still has it.
     compiled: compiler_pb2.CompiledWorkflow | None = None
     compiled_closure: compiler_pb2.CompiledWorkflowClosure | None = None
@@ -251,6 +253,7 @@ def load_execution(ctx: Context, project: str, domain: str, name: str) -> Execut
         workflow_id=(wf.project, wf.domain, wf.name, wf.version) if wf.name else None,
         mode=execution_pb2.ExecutionMetadata.ExecutionMode.Name(spec.metadata.mode),
         reference=spec.metadata.reference_execution.name, tags=list(spec.tags), labels=dict(spec.labels.values),
+        archived=row.state == execution_pb2.EXECUTION_ARCHIVED,
         signals=signals,
     )
     if compiled_pb:

@@ -67,6 +67,13 @@
       encodeURIComponent(id.domain) + "/executions/" + encodeURIComponent(id.name);
   }
 
+  async function setState(id, state, said) {
+    await api("PUT", "/api/v1/executions/" + [id.project, id.domain, id.name].map(encodeURIComponent).join("/"),
+      {id: id, state: state});
+    location.reload();
+    return said;
+  }
+
   var actions = {
     terminate: async function (id, btn) {
       // Asks first: the cause typed is the execution's abort cause.
@@ -84,6 +91,8 @@
       setTimeout(refresh, 200);
       return "Aborting…";
     },
+    archive: async function (id) { return await setState(id, "EXECUTION_ARCHIVED", "Archived"); },
+    unarchive: async function (id) { return await setState(id, "EXECUTION_ACTIVE", "Unarchived"); },
     recover: async function (id) {
       var r = await api("POST", "/api/v1/executions/recover", {id: id});
       goTo(r.id);
