@@ -24,7 +24,7 @@ measuring would slow the disk under the next row).
     make bench BENCH_ARGS="--only postgresql --runs 1"
 
 `--only` measures some sections (engine, concurrent, peers, real, postgresql, kubernetes, compute, pytest, flyte2,
-flyte-benchmarks);
+flyte-benchmarks, console);
 such a partial run writes benchmarks/results/partial.md unless --out says otherwise, so latest.md always holds a whole run.
 """
 
@@ -47,6 +47,7 @@ import flytekit
 from benchmarks.common import Row
 from benchmarks.compute import compute_rows
 from benchmarks.concurrent import concurrent_rows
+from benchmarks.console_pages import console_rows
 from benchmarks.engine_only import engine_rows
 from benchmarks.flyte2 import flyte2_rows
 from benchmarks.flyte_benchmarks import flyte_benchmark_rows
@@ -81,11 +82,12 @@ def sections(root: Path, runs: int) -> dict[str, tuple[str, Callable[[], list[Ro
         "flyte2": ("Flyte 2: the flyte SDK", lambda: flyte2_rows(root, runs=runs)),
         "flyte-benchmarks": ("flyte-benchmarks: Flyte's own benchmark scripts",
                              lambda: flyte_benchmark_rows(root / "flyte-benchmarks", runs=runs)),
+        "console": ("console pages of large runs", lambda: console_rows(root, runs=max(runs, 5))),
     }
 
 
 SECTION_NAMES = ("engine", "concurrent", "peers", "real", "postgresql", "kubernetes", "compute", "pytest", "flyte2",
-                 "flyte-benchmarks")
+                 "flyte-benchmarks", "console")
 
 
 def measure(every: dict[str, tuple[str, Callable[[], list[Row]]]], chosen: list[str]) -> tuple[list[Row], list[str]]:

@@ -37,6 +37,9 @@ from flytelite.console.literals import HtmlFormatter, render_literal
 from flytelite.console.views import ExecutionView, NodeView, SignalView
 from flytelite.idl.ids import END_NODE, START_NODE
 
+# A node with more children than this lists them only when asked (a wide dynamic node, a subworkflow's many).
+COLLAPSED_OVER = 20
+
 
 def execution_page(view: ExecutionView, link: LinkFor, now: datetime) -> str:
     fmt = HtmlFormatter(link)
@@ -144,9 +147,15 @@ def _signal_row(s: SignalView, running: bool, settable: bool) -> str:
             f"<td>{value}<div class='signal-result'></div></td></tr>")
 
 
-def _node_rows(node: NodeView, depth: int, fmt: HtmlFormatter, link: LinkFor, here: str):
-    """The node's row and its children's; `here` is the execution page's URL."""
+def _node_rows(node: NodeView, depth: int, fmt: HtmlFormatter, link: LinkFor, here: str,
+               ancestors: tuple[str, ...] = (), shown: bool = True):
+    """The node's row and its children's; `here` is the execution page's URL. The children of a node with more
+    than COLLAPSED_OVER of them start hidden (`shown` False), behind a button that shows and hides them."""
     label = node_label(node)
+    is_open = len(node.children) <= COLLAPSED_OVER
+    if not is_open:
+        label += (f" <button class='secondary toggle' data-toggle='{esc(node.node_id)}'>show {len(node.children)} "
+                  "nodes</button>")
     if node.cache_status:
         label += f" <span class='tag cache'>cache {esc(node.cache_status.lower())}</span>"
     if node.cache_source is not None:
@@ -165,12 +174,15 @@ def _node_rows(node: NodeView, depth: int, fmt: HtmlFormatter, link: LinkFor, he
                     f"<h4>Inputs</h4>{data_table(node.inputs, fmt)}"
                     f"<h4>Outputs</h4>{data_table(node.outputs, fmt, no_outputs)}"
                     f"{_flyte_urls(node, bool(deck_href))}</details>")
-    yield (f"<tr data-node-row='{esc(node.node_id)}' data-phase='{esc(node.phase)}'>"
+    tree = f" data-ancestors='{esc(' '.join(ancestors))}'" if ancestors else ""
+    if not is_open:
+        tree += " data-open='0'"
+    yield (f"<tr data-node-row='{esc(node.node_id)}' data-phase='{esc(node.phase)}'{tree}{'' if shown else ' hidden'}>"
            f"<td style='padding-left:{10 + 24 * depth}px'>{label}{error}</td><td>{phase_badge(node.phase)}</td>"
            f"<td>{fmt_time(node.started_at)}</td><td>{fmt_duration(node.duration)}</td>"
            f"<td>{_attempts(node, here)}</td><td>{details}</td></tr>")
     for child in node.children:
-        yield from _node_rows(child, depth + 1, fmt, link, here)
+        yield from _node_rows(child, depth + 1, fmt, link, here, (*ancestors, node.node_id), shown and is_open)
 
 
 def _flyte_urls(node: NodeView, has_deck: bool) -> str:

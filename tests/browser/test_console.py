@@ -208,3 +208,22 @@ def test_map_items_list_filters_and_pages(page, server, remote, demo):
     assert page.locator("#content, .dag g[data-node='n2']").count() >= 1
     assert "console_demo.fan_wf" in page.locator("h1").text_content()
     screenshot(page, "workflow")
+
+
+def test_a_wide_dynamic_node_lists_its_children_on_demand(page, server, remote, demo):
+    name = start(remote, demo, "wide_wf", n=25)
+    page.goto(server.url + execution_path(name))
+    page.wait_for_function("document.querySelector('#execution-phase').textContent === 'SUCCEEDED'", timeout=120_000)
+    children = page.locator("tr[data-ancestors='n0']")
+    assert children.count() == 25
+    assert all(row.is_hidden() for row in children.all())
+    toggle = page.locator("button[data-toggle='n0']")
+    assert toggle.text_content() == "show 25 nodes"
+    toggle.click()
+    assert all(row.is_visible() for row in children.all())
+    ids = [row.get_attribute("data-node-row") for row in children.all()]
+    assert [int(i.rsplit("-dn", 1)[1]) for i in ids] == list(range(25))
+    assert toggle.text_content() == "hide 25 nodes"
+    screenshot(page, "wide-dynamic")
+    toggle.click()
+    assert all(row.is_hidden() for row in children.all())

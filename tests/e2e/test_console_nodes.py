@@ -28,8 +28,9 @@ def finished_page(server, tmp_path, *args: str) -> str:
 
 def labels(page: str) -> list[str]:
     """Each node row's label as text, in the list's order."""
-    rows = re.findall(r"<tr data-node-row='[^']*' data-phase='[^']*'><td[^>]*>(.*?)</td>", page)
-    return [re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", row)).strip() for row in rows]
+    rows = re.findall(r"<tr data-node-row='[^']*' data-phase='[^']*'[^>]*><td[^>]*>(.*?)</td>", page)
+    labels = [re.sub(r"<button class='secondary toggle'.*?</button>", "", row) for row in rows]
+    return [re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", label)).strip() for label in labels]
 
 
 def test_nodes_are_named_by_what_they_run(server, tmp_path):

@@ -10,6 +10,22 @@
     return c && (c.dataset.running === "1" || c.dataset.poll === "1");
   }
 
+  // ---- the node list's tree: a node's children shown or hidden, kept across refreshes ----
+  var opened = {};  // node id -> true/false, as the viewer left it
+
+  function applyTree() {
+    var open = {};
+    document.querySelectorAll("tr[data-open]").forEach(function (row) {
+      var id = row.dataset.nodeRow;
+      open[id] = id in opened ? opened[id] : row.dataset.open === "1";
+      var toggle = row.querySelector("button[data-toggle]");
+      if (toggle) toggle.textContent = toggle.textContent.replace(/^(show|hide)/, open[id] ? "hide" : "show");
+    });
+    document.querySelectorAll("tr[data-ancestors]").forEach(function (row) {
+      row.hidden = !row.dataset.ancestors.split(" ").every(function (id) { return open[id] !== false; });
+    });
+  }
+
   // ---- live regions: re-fetch the page and swap every [data-live] region nobody is typing in ----
   document.addEventListener("input", function (e) {
     var region = e.target.closest("[data-live]");
@@ -29,6 +45,7 @@
           next.querySelectorAll("details[id]").forEach(function (d) { if (d.id in open) d.open = open[d.id]; });
           cur.replaceWith(next);
         });
+        applyTree();
         var fc = fresh.getElementById("content");
         if (fc && content()) content().dataset.running = fc.dataset.running;
         document.title = fresh.title;
@@ -145,6 +162,15 @@
       asked.hidden = true;
       var frozen = asked.closest("[data-live]");
       if (frozen) delete frozen.dataset.dirty;
+      return;
+    }
+    var toggle = e.target.closest("button[data-toggle]");
+    if (toggle) {
+      e.preventDefault();
+      var row = toggle.closest("tr[data-open]");
+      var id = toggle.dataset.toggle;
+      opened[id] = !(id in opened ? opened[id] : row.dataset.open === "1");
+      applyTree();
       return;
     }
     var copy = e.target.closest("button[data-copy]");

@@ -1,9 +1,10 @@
-"""Workflows the browser tests drive: a slow fan-out with logs, a gate to approve, a map task, a failure."""
+"""Workflows the browser tests drive: a slow fan-out with logs, a gate to approve, a map task, a failure, a wide
+dynamic node."""
 
 import time
 from datetime import timedelta
 
-from flytekit import CronSchedule, LaunchPlan, approve, map_task, task, workflow
+from flytekit import CronSchedule, LaunchPlan, approve, dynamic, map_task, task, workflow
 
 
 @task
@@ -53,3 +54,14 @@ def map_wf(xs: list[int] = [1, 2, 3]) -> list[int]:  # noqa: B006 - flytekit rea
 
 # Active once registered with --activate-launchplans; runs at 03:00 UTC only, so never during a test.
 fan_nightly = LaunchPlan.get_or_create(workflow=fan_wf, name="fan_nightly", schedule=CronSchedule(schedule="0 3 * * *"))
+
+
+@dynamic
+def many(n: int) -> None:
+    for i in range(n):
+        inc(x=i)
+
+
+@workflow
+def wide_wf(n: int = 25) -> None:
+    many(n=n)
