@@ -37,6 +37,8 @@ from flytelite.console.literals import HtmlFormatter, render_literal
 from flytelite.console.views import ExecutionView, NodeView, SignalView
 from flytelite.idl.ids import END_NODE, START_NODE
 
+# Subworkflows and dynamic workflows of more nodes than this are not drawn.
+MAX_GRAPH_NODES = 200
 # A node with more children than this lists them only when asked (a wide dynamic node, a subworkflow's many).
 COLLAPSED_OVER = 20
 
@@ -53,7 +55,9 @@ def execution_page(view: ExecutionView, link: LinkFor, now: datetime) -> str:
             top[START_NODE] = "SUCCEEDED"
         if view.phase == "SUCCEEDED":
             top[END_NODE] = "SUCCEEDED"
-        parts.append(f"<h2>Graph</h2><div class='dag' id='dag' data-live>{render_dag(view.compiled, top)}</div>")
+        parts.append(f"<h2>Graph</h2><p class='muted'>Click a node for its details.</p>"
+                     f"<div class='dag' id='dag' data-live>{render_dag(view.compiled, top)}</div>"
+                     f"<div id='graphs' data-live>{_graphs(view.nodes)}</div>")
     here = execution_url(view.project, view.domain, view.name)
     rows = "".join(row for node in view.nodes for row in _node_rows(node, 0, fmt, link, here))
     nodes = ("<table id='nodes'><tr><th>Node</th><th>Phase</th><th>Started</th><th>Duration</th><th>Attempts</th>"
@@ -65,7 +69,7 @@ def execution_page(view: ExecutionView, link: LinkFor, now: datetime) -> str:
     parts.append(f"<div id='data' data-live><h2>Inputs</h2>{data_table(view.inputs, fmt)}<h2>Outputs</h2>"
                  f"{data_table(view.outputs, fmt, 'none yet' if view.running else 'none')}</div>")
     body = (f"<div id='content' data-running='{1 if view.running else 0}' data-execution='{esc(ident)}'>"
-            f"{''.join(parts)}</div>{log_panel()}")
+            f"{''.join(parts)}</div>{_node_panel()}{log_panel()}")
     return layout(f"{view.name} ({view.phase})", body, view.project, view.domain)
 
 
@@ -103,6 +107,33 @@ def _summary(view: ExecutionView) -> str:
     if view.abort_cause:
         parts.append(f"<h2>Aborted</h2><p>{esc(view.abort_cause)}</p>")
     return "".join(parts)
+
+
+def _graphs(nodes: list[NodeView]) -> str:
+    """The graph of each subworkflow and dynamic workflow the execution ran, shown when asked for from its node's
+    panel; those of more than MAX_GRAPH_NODES nodes are left to the node list."""
+    parts = []
+    stack = list(reversed(nodes))
+    while stack:
+        node = stack.pop()
+        stack.extend(reversed(node.children))
+        if node.graph is None:
+            continue
+        size = len(node.graph.template.nodes)
+        phases = {child.spec_node_id: child.phase for child in node.children}  # a retry's children come last
+        if node.phase == "SUCCEEDED":
+            phases[END_NODE] = "SUCCEEDED"
+        drawn = (render_dag(node.graph, phases) if size <= MAX_GRAPH_NODES else
+                 f"<p class='muted'>{size} nodes: too many to draw; the node list has each of them.</p>")
+        parts.append(f"<div class='dag subdag' data-graph-of='{esc(node.node_id)}' hidden><h3>Inside "
+                     f"{node_label(node)}</h3>{drawn}</div>")
+    return "".join(parts)
+
+
+def _node_panel() -> str:
+    """The panel a click on a graph's node opens beside the page (filled by the page script from its row)."""
+    return ("<div id='node-panel'><div class='bar'><b id='node-title'></b><button class='secondary' "
+            "id='node-close'>Close</button></div><div class='node-body'></div></div>")
 
 
 def _reference(view: ExecutionView) -> str:
@@ -174,7 +205,9 @@ def _node_rows(node: NodeView, depth: int, fmt: HtmlFormatter, link: LinkFor, he
                     f"<h4>Inputs</h4>{data_table(node.inputs, fmt)}"
                     f"<h4>Outputs</h4>{data_table(node.outputs, fmt, no_outputs)}"
                     f"{_flyte_urls(node, bool(deck_href))}</details>")
-    tree = f" data-ancestors='{esc(' '.join(ancestors))}'" if ancestors else ""
+    tree = f" data-spec='{esc(node.spec_node_id)}' data-parent='{esc(ancestors[-1] if ancestors else '')}'"
+    if ancestors:
+        tree += f" data-ancestors='{esc(' '.join(ancestors))}'"
     if not is_open:
         tree += " data-open='0'"
     yield (f"<tr data-node-row='{esc(node.node_id)}' data-phase='{esc(node.phase)}'{tree}{'' if shown else ' hidden'}>"

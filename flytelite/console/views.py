@@ -94,6 +94,8 @@ class NodeView:
     cache_source: tuple[str, str, str] | None = None
     # The workflow's node this is an execution of (None when the console cannot find it), for its name.
     spec: workflow_pb2.Node | None = None
+    # The workflow its children are the nodes of: a subworkflow's, a dynamic node's (for its graph).
+    graph: compiler_pb2.CompiledWorkflow | None = None
 
 
 @dataclass
@@ -294,12 +296,14 @@ def _item_counts(closure: task_execution_pb2.TaskExecutionClosure) -> dict[str, 
     return counts
 
 
-# The nodes a level of an execution's node tree runs, by id, and the closure whose subworkflows they may name.
-Scope = tuple[dict[str, workflow_pb2.Node], "compiler_pb2.CompiledWorkflowClosure | None"]
+# The nodes a level of an execution's node tree runs, by id, the closure whose subworkflows they may name, and
+# the workflow they are the nodes of (None for a branch's arms).
+Scope = tuple[dict[str, workflow_pb2.Node], "compiler_pb2.CompiledWorkflowClosure | None",
+              "compiler_pb2.CompiledWorkflow | None"]
 
 
 def _scope(workflow: compiler_pb2.CompiledWorkflow, closure: compiler_pb2.CompiledWorkflowClosure | None) -> Scope:
-    return {n.id: n for n in workflow.template.nodes}, closure
+    return {n.id: n for n in workflow.template.nodes}, closure, workflow
 
 
 def _children_scope(node: workflow_pb2.Node | None, dynamic_pb: bytes | None, scope: Scope | None) -> Scope | None:
@@ -319,7 +323,7 @@ def _children_scope(node: workflow_pb2.Node | None, dynamic_pb: bytes | None, sc
         arms = [branch.case.then_node, *(case.then_node for case in branch.other)]
         if branch.HasField("else_node"):
             arms.append(branch.else_node)
-        return {arm.id: arm for arm in arms}, scope[1]
+        return {arm.id: arm for arm in arms}, scope[1], None
     return None
 
 
@@ -354,7 +358,8 @@ def _node_tree(ctx: Context, node_rows, attempts: dict[str, list[AttemptView]], 
         )
         scope = scopes.get(row.parent_id)
         node.spec = scope[0].get(spec_id) if scope is not None else None
-        scopes[row.id] = _children_scope(node.spec, row.dynamic_workflow_pb, scope)
+        children = scopes[row.id] = _children_scope(node.spec, row.dynamic_workflow_pb, scope)
+        node.graph = children[2] if children is not None else None
         source = c.task_node_metadata.catalog_key.source_task_execution.node_execution_id.execution_id
         if cache == catalog_pb2.CACHE_HIT and source.name:
             node.cache_source = (source.project, source.domain, source.name)

@@ -227,3 +227,18 @@ def test_a_wide_dynamic_node_lists_its_children_on_demand(page, server, remote, 
     screenshot(page, "wide-dynamic")
     toggle.click()
     assert all(row.is_hidden() for row in children.all())
+    # A click on a node of the graph opens its panel; a dynamic node's panel shows the graph it ran, whose
+    # nodes open their own panels.
+    node(page, "n0").click()
+    panel = page.locator("#node-panel")
+    panel.wait_for(state="visible")
+    assert "many" in panel.text_content() and "SUCCEEDED" in panel.text_content()
+    page.click("#node-panel button[data-show-graph='n0']")
+    inner = page.locator(".subdag[data-graph-of='n0']")
+    assert inner.is_visible() and inner.locator("g.dag-node").count() == 25 + 2  # with its start and end
+    inner.locator("g.dag-node[data-node='dn7']").click()
+    page.wait_for_function("document.getElementById('node-title').textContent === 'dn7'")
+    assert "inc" in panel.text_content() and "n0-0-dn7" in panel.text_content()
+    screenshot(page, "node-panel")
+    page.click("#node-close")
+    panel.wait_for(state="hidden")

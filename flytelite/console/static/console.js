@@ -26,6 +26,51 @@
     });
   }
 
+  // ---- the node panel: a graph's node, as its row in the node list tells of it ----
+  var panelFor = null;  // [parent node id, spec node id] of the node the panel shows
+  var graphsShown = {};  // node id -> true for the subworkflow and dynamic graphs shown
+
+  function rowOf(parent, spec) {
+    var rows = Array.prototype.filter.call(document.querySelectorAll("tr[data-node-row]"), function (r) {
+      return r.dataset.parent === parent && r.dataset.spec === spec;
+    });
+    return rows.length ? rows[rows.length - 1] : null;  // the latest retry's
+  }
+
+  function openNode(parent, spec) {
+    var panel = document.getElementById("node-panel");
+    if (!panel) return;
+    panelFor = [parent, spec];
+    var row = rowOf(parent, spec);
+    var body = panel.querySelector(".node-body");
+    document.getElementById("node-title").textContent = spec;
+    if (!row) {
+      body.innerHTML = "<p class='muted'>This node has not started.</p>";
+    } else {
+      var heads = ["Node", "Phase", "Started", "Duration", "Attempts", "Data"];
+      var html = "<table class='meta'>";
+      row.querySelectorAll(":scope > td").forEach(function (td, i) {
+        html += "<tr><td>" + heads[i] + "</td><td>" + td.innerHTML + "</td></tr>";
+      });
+      html += "</table>";
+      var id = row.dataset.nodeRow;
+      if (document.querySelector(".subdag[data-graph-of='" + CSS.escape(id) + "']")) {
+        html += "<p><button data-show-graph='" + id.replace(/[^\w.-]/g, "") + "'>" +
+          (graphsShown[id] ? "Hide" : "Show") + " its graph</button></p>";
+      }
+      body.innerHTML = html;
+      body.querySelectorAll("details").forEach(function (d) { d.removeAttribute("id"); d.open = true; });
+      body.querySelectorAll("button[data-toggle]").forEach(function (b) { b.remove(); });
+    }
+    panel.classList.add("open");
+  }
+
+  function applyGraphs() {
+    document.querySelectorAll(".subdag[data-graph-of]").forEach(function (g) {
+      g.hidden = !graphsShown[g.dataset.graphOf];
+    });
+  }
+
   // ---- live regions: re-fetch the page and swap every [data-live] region nobody is typing in ----
   document.addEventListener("input", function (e) {
     var region = e.target.closest("[data-live]");
@@ -46,6 +91,8 @@
           cur.replaceWith(next);
         });
         applyTree();
+        applyGraphs();
+        if (panelFor && document.getElementById("node-panel").classList.contains("open")) openNode(panelFor[0], panelFor[1]);
         var fc = fresh.getElementById("content");
         if (fc && content()) content().dataset.running = fc.dataset.running;
         document.title = fresh.title;
@@ -162,6 +209,27 @@
       asked.hidden = true;
       var frozen = asked.closest("[data-live]");
       if (frozen) delete frozen.dataset.dirty;
+      return;
+    }
+    var box = e.target.closest("g.dag-node[data-node]");
+    if (box && !/^(start|end)-node$/.test(box.dataset.node)) {
+      var graph = box.closest(".subdag[data-graph-of]");
+      openNode(graph ? graph.dataset.graphOf : "", box.dataset.node);
+      return;
+    }
+    var showGraph = e.target.closest("button[data-show-graph]");
+    if (showGraph) {
+      var of = showGraph.dataset.showGraph;
+      graphsShown[of] = !graphsShown[of];
+      applyGraphs();
+      showGraph.textContent = (graphsShown[of] ? "Hide" : "Show") + " its graph";
+      var drawn = document.querySelector(".subdag[data-graph-of='" + CSS.escape(of) + "']");
+      if (drawn && graphsShown[of]) drawn.scrollIntoView({block: "nearest"});
+      return;
+    }
+    if (e.target.id === "node-close") {
+      document.getElementById("node-panel").classList.remove("open");
+      panelFor = null;
       return;
     }
     var toggle = e.target.closest("button[data-toggle]");
