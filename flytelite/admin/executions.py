@@ -42,6 +42,7 @@ EXECUTION_FIELDS = {
     "phase": Field(Execution.phase, enum_value(WorkflowPhase)),
     "mode": Field(Execution.mode, enum_value(execution_pb2.ExecutionMetadata.ExecutionMode)),
     "state": Field(Execution.state, enum_value(execution_pb2.ExecutionState)),
+    "user": Field(Execution.launched_by),
     "error_kind": Field(Execution.error_kind),
     "created_at": Field(Execution.created_at, utc_time),
     "execution_created_at": Field(Execution.created_at, utc_time),

@@ -224,7 +224,7 @@ def _store(ctx: Context, exec_id: idpb.WorkflowExecutionIdentifier, spec: execut
         launch_plan_name=target.launch_plan_id.name, launch_plan_version=target.launch_plan_id.version,
         workflow_name=target.workflow_id.name, workflow_version=target.workflow_id.version,
         task_name=spec.launch_plan.name if is_task else "",
-        phase=0, mode=spec.metadata.mode, state=execution_pb2.EXECUTION_ACTIVE,
+        phase=0, mode=spec.metadata.mode, state=execution_pb2.EXECUTION_ACTIVE, launched_by=spec.metadata.principal[:255],
         spec_pb=spec.SerializeToString(), closure_pb=closure.SerializeToString(),
         inputs_uri=inputs_uri, user_inputs_uri=user_inputs_uri, error_kind="",
         parent_node_execution_id=parent_row_id, created_at=now, updated_at=now, started_at=None, duration=0.0,

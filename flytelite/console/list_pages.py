@@ -17,7 +17,7 @@ from starlette.datastructures import QueryParams
 
 from flytelite.console.entity_pages import executions_table, known_project
 from flytelite.console.layout import entity_url, esc, fmt_time, layout, project_url, table
-from flytelite.context import Context
+from flytelite.context import CALLER, Context
 from flytelite.errors import InvalidArgument
 from flytelite.idl.phases import WorkflowPhase
 from flytelite.idl.schedules import parse_schedule, slots
@@ -30,10 +30,15 @@ SEARCHED = ("name", "workflow.name", "launch_plan.name", "task.name", "execution
 PHASES = [n for n in WorkflowPhase.keys() if n != "UNDEFINED"]
 
 
-def execution_filters(params: QueryParams) -> str:
-    """FlyteAdmin filter text for the list's form fields (phase, workflow, launch plan, tag or label, from, to,
-    shortest duration, archived)."""
+def execution_filters(params: QueryParams, me: str = "") -> str:
+    """FlyteAdmin filter text for the list's form fields (phase, workflow, launch plan, tag or label, launched by
+    or only mine (`me`, the signed-in user), from, to, shortest duration, archived)."""
     parts = []
+    launched_by = me if params.get("mine") else params.get("launched_by", "").strip()
+    if params.get("mine") and not me:
+        raise InvalidArgument("only mine needs a signed-in user: without authentication no one is signed in")
+    if launched_by:
+        parts.append(f"eq(user,{launched_by})")
     if params.get("phase"):
         parts.append(f"eq(phase,{params['phase']})")
     for key, field in (("workflow", "workflow.name"), ("launch_plan", "launch_plan.name")):
@@ -108,7 +113,8 @@ def executions_page(admin, project: str, domain: str, params: QueryParams) -> st
     executions: list[execution_pb2.Execution] = []
     token, more, page = "", False, 0
     try:
-        filters, sort = execution_filters(params), _sort(params)
+        caller = CALLER.get()
+        filters, sort = execution_filters(params, caller.name if caller is not None else ""), _sort(params)
         if params.get("q", "").strip():
             page = int(params["page"]) if params.get("page", "").isdigit() else 0
             executions, more = _search(admin, project, domain, filters, params["q"].strip(), sort, page)
@@ -166,7 +172,9 @@ def _filter_form(domain: str, params: QueryParams) -> str:
             + text("q", "Search", "name, workflow, launch plan, tag")
             + f"<label>Phase<select name='phase'>{options}</select></label>"
             + text("workflow", "Workflow", "name") + text("launch_plan", "Launch plan", "name")
-            + text("tag", "Tag or label", "tag or key=value")
+            + text("tag", "Tag or label", "tag or key=value") + text("launched_by", "Launched by", "user")
+            + (f"<label>Only mine<input type='checkbox' name='mine' value='1'{' checked' if params.get('mine') else ''}>"
+               "</label>" if CALLER.get() is not None else "")
             + text("min_duration", "Lasting at least", "90, 5m, 2h")
             + text("from", "From (UTC)", "", "datetime-local") + text("to", "To (UTC)", "", "datetime-local")
             + f"<label>Archived<input type='checkbox' name='archived' value='1'"

@@ -101,6 +101,8 @@ class Execution(Base):
     mode: Mapped[int] = mapped_column(Integer, default=0)
     # 0 active, 1 archived (flyteidl.admin.ExecutionState).
     state: Mapped[int] = mapped_column(Integer, default=0)
+    # Who launched it: its spec's principal (FlyteAdmin's `user` filter field).
+    launched_by: Mapped[str] = mapped_column(String(255), default="", index=True)
     spec_pb: Mapped[bytes] = mapped_column(LargeBinary)
     closure_pb: Mapped[bytes] = mapped_column(LargeBinary)
     inputs_uri: Mapped[str] = mapped_column(Text, default="")

@@ -409,6 +409,20 @@ def test_the_console_shows_only_the_actions_one_may_take(team):
         assert ("<form class='launch'" in requests.get(wf, headers=headers, timeout=30).text) == shown, who
 
 
+def test_only_mine_lists_the_executions_the_signed_in_user_launched(team):
+    listing = f"{team.url}/console/projects/{ALPHA}/executions?domain={DOMAIN}"
+
+    def names(who: str, query: str) -> str:
+        resp = requests.get(listing + query, headers={"Authorization": f"Bearer {team.tokens[who]}"}, timeout=30)
+        assert resp.status_code == 200 and "notice bad" not in resp.text, resp.text[-500:]
+        return resp.text
+
+    assert team.runs[ALPHA] in names(BOT, "&mine=1")  # the bot launched the fixture's runs
+    assert team.runs[ALPHA] not in names("lara", "&mine=1")
+    assert team.runs[ALPHA] in names("lara", f"&launched_by={BOT}")
+    assert "name='mine'" in names("lara", "")
+
+
 def test_refused_calls_are_audited(team):
     """Refused for want of a role (over gRPC) and for want of a token (over REST): both recorded."""
     no_token = requests.delete(f"{team.url}/api/v1/executions/{BETA}/{DOMAIN}/{team.runs[BETA]}",

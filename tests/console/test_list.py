@@ -1,4 +1,5 @@
-"""The executions list: search, its filters, sorting and archived executions."""
+"""The executions list: search, its filters (who launched an execution among them), sorting and archived
+executions."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ LIST = "/console/projects/flytesnacks/executions"
 
 
 def add(ctx, name: str, workflow: str, launch_plan: str, seconds: float, minutes_later: int = 0,
-        tags: dict[str, str] | None = None, archived: bool = False) -> None:
+        tags: dict[str, str] | None = None, archived: bool = False, launched_by: str = "") -> None:
     created = T0 + timedelta(minutes=minutes_later)
     closure = A.ExecutionClosure(phase=E.WorkflowExecution.SUCCEEDED, created_at=to_timestamp(created),
                                  started_at=to_timestamp(created), duration=to_duration(timedelta(seconds=seconds)))
@@ -27,7 +28,7 @@ def add(ctx, name: str, workflow: str, launch_plan: str, seconds: float, minutes
     with ctx.db.session() as s:
         s.add(Execution(project="flytesnacks", domain="development", name=name, launch_plan_name=launch_plan,
                         launch_plan_version="v1", workflow_name=workflow, workflow_version="v1",
-                        phase=E.WorkflowExecution.SUCCEEDED, state=1 if archived else 0,
+                        phase=E.WorkflowExecution.SUCCEEDED, state=1 if archived else 0, launched_by=launched_by,
                         spec_pb=spec.SerializeToString(), closure_pb=closure.SerializeToString(), inputs_uri="",
                         created_at=created, updated_at=created, started_at=created, duration=seconds))
         for key, value in (tags or {}).items():
@@ -49,8 +50,8 @@ def problem(console, **params) -> str:
 
 
 def populate(ctx) -> None:
-    add(ctx, "alpha1", "etl.daily", "etl.daily", 30, 1)
-    add(ctx, "beta2", "ml.train", "ml.train_nightly", 3600, 2, tags={"team": "vision"})
+    add(ctx, "alpha1", "etl.daily", "etl.daily", 30, 1, launched_by="ada")
+    add(ctx, "beta2", "ml.train", "ml.train_nightly", 3600, 2, tags={"team": "vision"}, launched_by="lara")
     add(ctx, "gamma3", "ml.train", "ml.train", 600, 3, tags={"ticket-42": ""})
     add(ctx, "old4", "etl.daily", "etl.daily", 10, 0, archived=True)
 
@@ -75,6 +76,10 @@ def test_filters_by_launch_plan_duration_and_archived(console):
     assert listed(console, min_duration="31") == ["gamma3", "beta2"]
     assert "shortest duration must be a number of seconds" in problem(console, min_duration="soon")
     assert listed(console, archived="1") == ["old4"]
+    assert listed(console, launched_by="lara") == ["beta2"]
+    # Without authentication nobody is signed in: there is no "only mine" to offer.
+    assert "only mine needs a signed-in user" in problem(console, mine="1")
+    assert "name='mine'" not in requests.get(console.url + LIST).text
 
 
 def test_columns_sort_both_ways(console):

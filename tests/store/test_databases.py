@@ -160,3 +160,36 @@ def test_the_engines_round_read_on_the_drivers_connection_reads_what_sqlalchemy_
                 # What the round relies on: the workflow and spec only when not held, the status only when changed.
                 assert (got.closure_pb is None) == held and (got.status_json is None) == (kept == status)
                 assert not got.done and got.abort_cause is None
+
+
+def test_upgrading_fills_in_who_launched_each_existing_execution(request, tmp_path):
+    """Migration 0011 adds executions.launched_by (FlyteAdmin's `user` filter) and reads it from the spec of every
+    execution already stored, a batch at a time."""
+    from alembic import command
+    from sqlalchemy import column, insert, table
+
+    from flytelite.store.db import _alembic_config
+
+    if request.config.getoption("--db") == "postgresql":
+        url = create_database(os.environ[PG_ENV], f"launched_{uuid.uuid4().hex[:8]}")
+    else:
+        url = f"sqlite:///{tmp_path / 'flytelite.db'}"
+    db = Database(url)
+    try:
+        command.upgrade(_alembic_config(db.engine), "0010")
+        rows = [dict(project=P, domain=D, name=f"e{i:04d}", launch_plan_name="lp", launch_plan_version="v",
+                     workflow_name="wf", workflow_version="v", task_name="", phase=0, mode=0, state=0,
+                     spec_pb=execution_pb2.ExecutionSpec(metadata=execution_pb2.ExecutionMetadata(
+                         principal=f"user{i % 3}" if i % 4 else "")).SerializeToString(),
+                     closure_pb=b"", inputs_uri="", user_inputs_uri="", error_kind="",
+                     parent_node_execution_id=None, created_at=T0, updated_at=T0, started_at=None, duration=0.0)
+                for i in range(2500)]  # more than one batch
+        old = table("executions", *(column(name) for name in rows[0]))  # the columns of revision 0010 only
+        with db.engine.begin() as conn:
+            conn.execute(insert(old), rows)
+        command.upgrade(_alembic_config(db.engine), "head")
+        with db.session() as session:
+            found = {r.name: r.launched_by for r in session.scalars(select(Execution))}
+        assert found == {f"e{i:04d}": f"user{i % 3}" if i % 4 else "" for i in range(2500)}
+    finally:
+        db.dispose()
