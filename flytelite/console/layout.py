@@ -47,6 +47,7 @@ def layout(title: str, body: str, project: str = "", domain: str = "") -> str:
                 "Flyte 2 runs</a>")
         nav = (f"<span class='proj'><a href='/console/projects/{p}{q}'>{esc(project)}</a>"
                f" · {esc(domain or DEFAULT_DOMAIN)}</span>{nav}")
+    nav += "<button class='secondary zone' data-zone title='Show times in UTC or in this browser’s zone'>UTC</button>"
     if may("admin", "", ""):
         nav += "<a class='audit' href='/console/audit'>Audit trail</a>"
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)} · flytelite</title>"
@@ -83,7 +84,10 @@ def project_url(project: str, page: str, domain: str, **params: str) -> str:
 
 
 def fmt_time(dt: datetime | None) -> str:
-    return dt.strftime("%Y-%m-%d %H:%M:%S UTC") if dt is not None else "—"
+    """A time in UTC, marked up so that the page script can show it in the viewer's own zone instead."""
+    if dt is None:
+        return "—"
+    return f"<time datetime='{iso(dt)}'>{dt.astimezone(timezone.utc) if dt.tzinfo else dt:%Y-%m-%d %H:%M:%S} UTC</time>"
 
 
 def iso(dt: datetime | None) -> str:

@@ -56,7 +56,7 @@ def runs_page(project: str, domain: str, runs: list[Action], phase: str, task: s
     """`runs`: the project's newest runs' root actions, newest first, already filtered by `phase` and `task`."""
     rows = [f"<tr><td><a href='{esc(run_url(project, domain, r.run_name))}'>{esc(r.run_name)}</a></td>"
             f"<td>{esc(_title(r))}</td><td>{phase_badge(phase_name(r.phase))}</td>"
-            f"<td>{esc(fmt_time(r.created_at))}</td><td>{esc(fmt_duration(_duration(r)))}</td></tr>" for r in runs]
+            f"<td>{fmt_time(r.created_at)}</td><td>{esc(fmt_duration(_duration(r)))}</td></tr>" for r in runs]
     options = "".join(f"<option{' selected' if p == phase else ''}>{esc(p)}</option>" for p in ["", *PHASES])
     form = (f"<form class='filters' method='get' action='{esc(runs_url(project, domain))}'>"
             f"<label>phase <select name='phase'>{options}</select></label> "
@@ -91,7 +91,7 @@ def run_page(project: str, domain: str, run: str, actions: list[Action], now: da
     walk("", 0)
     running = root is not None and not all(a.done for a in actions)
     summary = (f"<p>{phase_badge(phase_name(root.phase))} {len(actions)} actions · started "
-               f"{esc(fmt_time(root.created_at))}</p>" if root is not None else "")
+               f"{fmt_time(root.created_at)}</p>" if root is not None else "")
     abort = ("<p><button class='danger' data-action='abort-run'>Abort</button> <span class='action-result'></span>"
              "</p>" if running and may_abort else "")
     panel = _panel(next((a for a in actions if a.name == selected), None), data, link)

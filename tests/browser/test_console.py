@@ -204,6 +204,20 @@ def test_map_items_list_filters_and_pages(page, server, remote, demo):
     assert "cron '0 3 * * *'" in nightly.text_content()
     assert nightly.locator(".next-run").text_content().endswith(" 03:00:00 UTC")
     screenshot(page, "schedules")
+    # Times show in UTC, or in the browser's own zone at the press of a button, kept for the next page.
+    tokyo = page.context.browser.new_context(timezone_id="Asia/Tokyo")
+    try:
+        there = tokyo.new_page()
+        there.goto(f"{server.url}/console/projects/{PROJECT}/schedules?domain={DOMAIN}")
+        next_run = there.locator("tr[data-schedule='fan_nightly'] .next-run")
+        assert next_run.text_content().endswith(" 03:00:00 UTC")
+        there.click("button[data-zone]")
+        assert " 12:00:00 " in next_run.text_content() and not next_run.text_content().endswith("UTC")
+        there.reload()
+        assert there.locator("button[data-zone]").text_content() == "Local time"
+        assert " 12:00:00 " in next_run.text_content()
+    finally:
+        tokyo.close()
     page.goto(f"{server.url}/console/projects/{PROJECT}/domains/{DOMAIN}/workflow/console_demo.fan_wf/version/{demo}")
     assert page.locator("#content, .dag g[data-node='n2']").count() >= 1
     assert "console_demo.fan_wf" in page.locator("h1").text_content()

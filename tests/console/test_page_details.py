@@ -108,7 +108,7 @@ def test_an_attempt_that_never_reported_running_has_a_start_and_a_bar(console):
     body = page(console, "quick").text
     row = body[body.index("<tr data-node-row='dn0'"):]
     row = row[:row.index("</tr>")]
-    assert "<td>2026-01-02 03:04:05 UTC</td><td>3.0s</td>" in row
+    assert "<td><time datetime='2026-01-02T03:04:05+00:00'>2026-01-02 03:04:05 UTC</time></td><td>3.0s</td>" in row
     assert "#0 <span class='phase ok'>SUCCEEDED</span> 3.0s" in row
     for key in ("dn0", "dn0#0"):
         bar = body[body.index(f"data-gantt='{key}'"):]

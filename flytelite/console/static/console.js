@@ -71,6 +71,26 @@
     });
   }
 
+  // ---- times: in UTC as the server writes them, or in the browser's zone (kept in localStorage) ----
+  function localZone() { try { return localStorage.getItem("flytelite-zone") === "local"; } catch (e) { return false; } }
+
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+
+  function applyZone() {
+    var local = localZone();
+    document.querySelectorAll("time[datetime]").forEach(function (t) {
+      if (!t.dataset.utc) t.dataset.utc = t.textContent;
+      if (!local) { t.textContent = t.dataset.utc; return; }
+      var d = new Date(t.getAttribute("datetime"));
+      var zone = (d.toLocaleTimeString([], {timeZoneName: "short"}).split(" ").pop()) || "local";
+      t.textContent = d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " +
+        pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds()) + " " + zone;
+    });
+    var button = document.querySelector("button[data-zone]");
+    if (button) button.textContent = local ? "Local time" : "UTC";
+  }
+  applyZone();
+
   // ---- live regions: re-fetch the page and swap every [data-live] region nobody is typing in ----
   document.addEventListener("input", function (e) {
     var region = e.target.closest("[data-live]");
@@ -92,6 +112,7 @@
         });
         applyTree();
         applyGraphs();
+        applyZone();
         if (panelFor && document.getElementById("node-panel").classList.contains("open")) openNode(panelFor[0], panelFor[1]);
         var fc = fresh.getElementById("content");
         if (fc && content()) content().dataset.running = fc.dataset.running;
@@ -209,6 +230,11 @@
       asked.hidden = true;
       var frozen = asked.closest("[data-live]");
       if (frozen) delete frozen.dataset.dirty;
+      return;
+    }
+    if (e.target.closest("button[data-zone]")) {
+      try { localStorage.setItem("flytelite-zone", localZone() ? "utc" : "local"); } catch (err) { /* private mode */ }
+      applyZone();
       return;
     }
     var box = e.target.closest("g.dag-node[data-node]");
