@@ -110,8 +110,8 @@ def _summary(view: ExecutionView) -> str:
 
 
 def _graphs(nodes: list[NodeView]) -> str:
-    """The graph of each subworkflow and dynamic workflow the execution ran, shown when asked for from its node's
-    panel; those of more than MAX_GRAPH_NODES nodes are left to the node list."""
+    """The graph of each subworkflow, dynamic workflow and branch (its arms) the execution ran, shown when asked for
+    from its node's panel; those of more than MAX_GRAPH_NODES nodes are left to the node list."""
     parts = []
     stack = list(reversed(nodes))
     while stack:

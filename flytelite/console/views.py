@@ -94,7 +94,7 @@ class NodeView:
     cache_source: tuple[str, str, str] | None = None
     # The workflow's node this is an execution of (None when the console cannot find it), for its name.
     spec: workflow_pb2.Node | None = None
-    # The workflow its children are the nodes of: a subworkflow's, a dynamic node's (for its graph).
+    # The workflow its children are the nodes of: a subworkflow's, a dynamic node's, a branch's arms (its graph).
     graph: compiler_pb2.CompiledWorkflow | None = None
 
 
@@ -297,7 +297,7 @@ def _item_counts(closure: task_execution_pb2.TaskExecutionClosure) -> dict[str, 
 
 
 # The nodes a level of an execution's node tree runs, by id, the closure whose subworkflows they may name, and
-# the workflow they are the nodes of (None for a branch's arms).
+# the workflow they are the nodes of (a branch's arms side by side).
 Scope = tuple[dict[str, workflow_pb2.Node], "compiler_pb2.CompiledWorkflowClosure | None",
               "compiler_pb2.CompiledWorkflow | None"]
 
@@ -323,7 +323,9 @@ def _children_scope(node: workflow_pb2.Node | None, dynamic_pb: bytes | None, sc
         arms = [branch.case.then_node, *(case.then_node for case in branch.other)]
         if branch.HasField("else_node"):
             arms.append(branch.else_node)
-        return {arm.id: arm for arm in arms}, scope[1], None
+        # The arms as a workflow of their own, each between start and end, for the graph of the branch.
+        return {arm.id: arm for arm in arms}, scope[1], compiler_pb2.CompiledWorkflow(
+            template=workflow_pb2.WorkflowTemplate(nodes=arms))
     return None
 
 

@@ -34,13 +34,21 @@ def labels(page: str) -> list[str]:
 
 
 def test_nodes_are_named_by_what_they_run(server, tmp_path):
-    found = labels(finished_page(server, tmp_path, "all_kinds_wf"))
+    page = finished_page(server, tmp_path, "all_kinds_wf")
+    found = labels(page)
     top = sorted(label for label in found if re.search(r" n\d( ·|$)", label))
     assert top == ["all_kinds_child n4 · launch plan", "branch n2", "fan n3", "inc n0", "inc n6 · map",
                    "sleep n5 · gate", "sub n1 · subworkflow"], found
     # The subworkflow's own nodes and the branch's arm are named too.
     assert "inc n1-0-n0" in found and "inc n1-0-n1" in found
     assert "inc n2-0-n2-n0" in found, found
+    # The subworkflow, the dynamic node and the branch each have a graph of what they ran (shown from their
+    # panels): the branch's arms side by side, the one taken coloured by its phase.
+    graphs = dict(re.findall(r"<div class='dag subdag' data-graph-of='([^']+)' hidden>(.*?)</svg>", page, re.S))
+    assert sorted(graphs) == ["n1", "n2", "n3"], sorted(graphs)
+    arms = dict(re.findall(r"data-node='(n2-n\d)' data-phase='([A-Z_]+)'", graphs["n2"]))
+    assert sorted(arms.values()) == ["NOT_STARTED", "SUCCEEDED"], arms
+    assert re.findall(r"data-node='(dn\d)' data-phase='SUCCEEDED'", graphs["n3"]) == ["dn0", "dn1"]
 
 
 def test_a_dynamic_nodes_children_are_in_numeric_order(server, tmp_path):
@@ -49,3 +57,4 @@ def test_a_dynamic_nodes_children_are_in_numeric_order(server, tmp_path):
     ids = [int(label.rsplit("-dn", 1)[1]) for label in children]
     assert ids == list(range(12)), children
     assert all(label.startswith("inc ") for label in children), children
+
