@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from flyteidl.core import compiler_pb2, workflow_pb2
 
-from flytelite.console.layout import esc, phase_class
+from flytelite.console.layout import entity_url, esc, phase_class
 from flytelite.console.views import NodeView
 from flytelite.idl.ids import END_NODE, START_NODE
 
@@ -56,7 +56,28 @@ def node_label(node: NodeView) -> str:
         return ids + (f" <span class='muted'>({esc(node.node_id)})</span>" if node.node_id != node.spec_node_id else "")
     kind, detail = node_kind(node.spec)
     about = node.node_id + (f" · {kind}" if detail and kind != "task" else "")
-    return f"<span class='node-name'>{esc(detail or kind)}</span> <span class='muted'>{esc(about)}</span>"
+    name = esc(detail or kind)
+    entity = _entity_of(node.spec)
+    if entity is not None:
+        name = f"<a href='{esc(entity_url(*entity))}'>{name}</a>"
+    return f"<span class='node-name'>{name}</span> <span class='muted'>{esc(about)}</span>"
+
+
+def _entity_of(node: workflow_pb2.Node) -> tuple[str, str, str, str, str] | None:
+    """The registered entity a node runs, as entity_url's arguments: its task (a map task's too), launch plan or
+    subworkflow."""
+    if node.HasField("array_node"):
+        node = node.array_node.node
+    target = node.WhichOneof("target")
+    if target == "task_node":
+        kind, ident = "task", node.task_node.reference_id
+    elif target == "workflow_node":
+        launch_plan = node.workflow_node.HasField("launchplan_ref")
+        kind = "launch_plan" if launch_plan else "workflow"
+        ident = node.workflow_node.launchplan_ref if launch_plan else node.workflow_node.sub_workflow_ref
+    else:
+        return None
+    return (kind, ident.project, ident.domain, ident.name, ident.version) if ident.name else None
 
 
 def dag_nodes(compiled: compiler_pb2.CompiledWorkflow) -> list[DagNode]:

@@ -42,6 +42,12 @@ def test_nodes_are_named_by_what_they_run(server, tmp_path):
     # The subworkflow's own nodes and the branch's arm are named too.
     assert "inc n1-0-n0" in found and "inc n1-0-n1" in found
     assert "inc n2-0-n2-n0" in found, found
+    # Each name links the page of what the node runs: the task, the launch plan.
+    task = re.search(r"<a href='(/console/projects/flytesnacks/tasks/all_kinds\.inc\?domain=development&amp;"
+                     r"version=[^']+)'>inc</a>", page)
+    assert task is not None and "<a href='/console/projects/flytesnacks/launchPlans/all_kinds_child?" in page
+    with urllib.request.urlopen(server.url + task[1].replace("&amp;", "&")) as r:
+        assert "all_kinds.inc" in r.read().decode()
     # The subworkflow, the dynamic node and the branch each have a graph of what they ran (shown from their
     # panels): the branch's arms side by side, the one taken coloured by its phase.
     graphs = dict(re.findall(r"<div class='dag subdag' data-graph-of='([^']+)' hidden>(.*?)</svg>", page, re.S))
