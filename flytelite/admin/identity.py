@@ -7,7 +7,7 @@ from flyteidl.service import identity_pb2, identity_pb2_grpc
 from google.protobuf import struct_pb2
 
 from flytelite.admin.grpc_errors import fill_unimplemented
-from flytelite.context import Context
+from flytelite.context import CALLER, Context
 from flytelite.errors import Unauthenticated
 
 
@@ -19,12 +19,11 @@ class IdentityService(identity_pb2_grpc.IdentityServiceServicer):
         auth = self.ctx.auth
         if auth is None:
             return identity_pb2.UserInfoResponse()
-        metadata = {k.lower(): v for k, v in (context.invocation_metadata() if context is not None else ())
-                    if isinstance(v, str)}
-        token = auth.token_in(metadata)
-        if not token:
+        # The guard in front of every call signed the caller in (a bearer token, or the console's cookie).
+        caller = CALLER.get()
+        if caller is None:
             raise Unauthenticated("UserInfo needs the caller's bearer token")
-        identity = auth.tokens.identity(token)
+        identity = caller.identity
         claims = struct_pb2.Struct()
         claims.update({"client_id": identity.client_id, "scopes": list(identity.scopes)})
         return identity_pb2.UserInfoResponse(subject=identity.subject, preferred_username=identity.subject,

@@ -25,6 +25,7 @@ from flytekit.configuration import Config as FlyteConfig
 from flytekit.models.core.execution import WorkflowExecutionPhase
 from flytekit.remote import FlyteRemote
 
+from flytelite.auth.http import ACCESS_COOKIE
 from flytelite.testing import free_port
 from tests.auth.clients import (
     CLIENT_ID,
@@ -137,6 +138,9 @@ def test_user_info_names_the_tokens_subject_over_grpc_and_rest(srv):
     me = requests.get(f"{srv.url}/me", headers={"Authorization": f"Bearer {token}"}, timeout=30)
     assert me.status_code == 200 and me.json()["subject"] == CLIENT_ID, me.text
     assert requests.get(f"{srv.url}/me", timeout=30).status_code == 401
+    # The console's sign-in cookie, which every other route accepts, names the same caller.
+    by_cookie = requests.get(f"{srv.url}/me", cookies={ACCESS_COOKIE: token}, timeout=30)
+    assert by_cookie.status_code == 200 and by_cookie.json()["subject"] == CLIENT_ID, by_cookie.text
 
 
 def test_client_secret_flow_runs_a_workflow_and_gets_a_new_token_after_expiry(srv, tmp_path):
