@@ -27,6 +27,14 @@ class Caller(Protocol):
     def name(self) -> str:
         """Who executions it creates record as their creator (ExecutionMetadata.principal)."""
 
+    @property
+    def client_id(self) -> str:
+        """The OAuth client its token was issued to."""
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        """Its token's scopes."""
+
     def may_view(self, project: str) -> bool:
         """Whether lists may show it this project."""
 

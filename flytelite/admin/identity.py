@@ -23,11 +23,10 @@ class IdentityService(identity_pb2_grpc.IdentityServiceServicer):
         caller = CALLER.get()
         if caller is None:
             raise Unauthenticated("UserInfo needs the caller's bearer token")
-        identity = caller.identity
         claims = struct_pb2.Struct()
-        claims.update({"client_id": identity.client_id, "scopes": list(identity.scopes)})
-        return identity_pb2.UserInfoResponse(subject=identity.subject, preferred_username=identity.subject,
-                                             name=identity.subject, additional_claims=claims)
+        claims.update({"client_id": caller.client_id, "scopes": list(caller.scopes)})
+        return identity_pb2.UserInfoResponse(subject=caller.name, preferred_username=caller.name, name=caller.name,
+                                             additional_claims=claims)
 
 
 fill_unimplemented(IdentityService, identity_pb2_grpc.IdentityServiceServicer)

@@ -172,6 +172,14 @@ class Caller:
     def name(self) -> str:
         return self.identity.subject
 
+    @property
+    def client_id(self) -> str:
+        return self.identity.client_id
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        return tuple(self.identity.scopes)
+
     def may_view(self, project: str) -> bool:
         return self.authorizer.may_view(self.identity, project)
 
