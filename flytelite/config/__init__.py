@@ -104,51 +104,51 @@ class Config:
     migrate_on_start: bool = True
     # Blob store root: a local folder (default: <home>/blobs) or an fsspec URL such as s3://bucket/prefix.
     storage_root: str = ""
-    # Endpoint, region and credentials of S3 when storage_root is s3://... (see S3Config).
+    # Endpoint, region and credentials of S3 when storage_root is an s3:// URL.
     s3: S3Config = field(default_factory=S3Config)
     # Container image -> Python interpreter that runs its tasks; "default" is used for unknown images.
     images: dict[str, str] = field(default_factory=dict)
     # Raw-container image (flytekit ContainerTask) -> how its command runs here: "local" (as a process on this
     # machine) or a command prefix (e.g. "nice -n 10"). Unlisted images are not run (flytelite pulls nothing).
     raw_container_images: dict[str, str] = field(default_factory=dict)
-    # How the engine runs executions and where their task processes run (see EngineConfig).
+    # How the engine runs executions and where their task processes run.
     engine: EngineConfig = field(default_factory=EngineConfig)
     # Task type -> plugin ("local", "kubernetes" or "agents") for every project. Unlisted task types run
     # locally.
     plugins: dict[str, str] = field(default_factory=dict)
     # "<project>/<domain>" (or a whole "<project>") -> task type -> plugin, over `plugins` there.
     project_plugins: dict[str, dict[str, str]] = field(default_factory=dict)
-    # The cluster of the task types `plugins` sends to "kubernetes" (see KubernetesConfig).
+    # The cluster of the task types `plugins` sends to "kubernetes".
     kubernetes: KubernetesConfig = field(default_factory=KubernetesConfig)
     # Task types run by flytekit agents (plugins/agents): which agent server runs which type.
     agent_service: AgentServiceConfig = field(default_factory=AgentServiceConfig)
-    # Spark tasks run on this machine: a Spark per attempt, or the master named here (see SparkConfig).
+    # Spark tasks run on this machine: a Spark per attempt, or the master named here.
     spark: SparkConfig = field(default_factory=SparkConfig)
-    # Ray tasks run on this machine: a Ray cluster per attempt, or the one named here (see RayConfig).
+    # Ray tasks run on this machine: a Ray cluster per attempt, or the one named here.
     ray: RayConfig = field(default_factory=RayConfig)
-    # Dask tasks run on this machine: a Dask cluster per attempt, or the scheduler named here (see DaskConfig).
+    # Dask tasks run on this machine: a Dask cluster per attempt, or the scheduler named here.
     dask: DaskConfig = field(default_factory=DaskConfig)
-    # Tasks' default and largest resources (see TaskResourcesConfig).
+    # Tasks' default and largest resources.
     task_resources: TaskResourcesConfig = field(default_factory=TaskResourcesConfig)
     # Lifetime of signed upload URLs.
     upload_url_seconds: int = 3600
     # The largest file an upload URL takes.
     max_upload_bytes: int = 1024 * 1024 * 1024
-    # How much execution data the API returns inline (see RemoteDataConfig).
+    # How much execution data the API returns inline.
     remote_data: RemoteDataConfig = field(default_factory=RemoteDataConfig)
-    # The largest messages the gRPC API takes and gives (see GrpcConfig).
+    # The largest messages the gRPC API takes and gives.
     grpc: GrpcConfig = field(default_factory=GrpcConfig)
-    # The server's log lines (see LoggingConfig).
+    # The server's log lines.
     logging: LoggingConfig = field(default_factory=LoggingConfig)
-    # OpenTelemetry traces (see TracingConfig).
+    # OpenTelemetry traces.
     tracing: TracingConfig = field(default_factory=TracingConfig)
-    # Large task outputs as blobs of their own (see LiteralOffloadingConfig).
+    # Large task outputs as blobs of their own.
     literal_offloading: LiteralOffloadingConfig = field(default_factory=LiteralOffloadingConfig)
-    # How long finished executions are kept (see GcConfig).
+    # How long finished executions are kept.
     gc: GcConfig = field(default_factory=GcConfig)
-    # E-mail for notifications (see NotificationsConfig).
+    # E-mail for notifications.
     notifications: NotificationsConfig = field(default_factory=NotificationsConfig)
-    # How launch plans' schedules run (see SchedulerConfig).
+    # How launch plans' schedules run.
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     # What this process runs: "all" (API, console, engine and scheduler), "api" (API and console only: an
     # engine replica on the same database runs the executions) or "engine" (engine and scheduler, no port).

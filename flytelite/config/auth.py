@@ -83,7 +83,7 @@ class RoleGrant:
     """One role granted to users, OAuth2 clients and groups in the projects and domains named (fnmatch
     patterns: "*" is every one)."""
 
-    # One of ROLES.
+    # viewer, launcher, registrar or admin.
     role: str = ""
     # User names granted the role.
     users: list[str] = field(default_factory=list)
@@ -126,7 +126,7 @@ class AuthConfig:
     clients: dict[str, ClientConfig] = field(default_factory=dict)
     # Users who sign in through the browser (console, PKCE): name -> password hash.
     users: dict[str, str] = field(default_factory=dict)
-    # What flytekit is told to sign in with (see PublicClientConfig).
+    # What flytekit is told to sign in with.
     public_client: PublicClientConfig = field(default_factory=PublicClientConfig)
     # Task attempts get this client's credentials to call the API (eager workflows, FlyteRemote in a task).
     task_client_id: str = TASK_CLIENT_ID

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 @dataclass
 class EngineConfig:
     # Threads that evaluate rounds. Rounds start one at a time unless the running one waits on I/O
-    # (propeller/gate.py): more threads help only when rounds wait (agents, S3, the Kubernetes API).
+    # (propeller/round_gate.py): more threads help only when rounds wait (agents, S3, the Kubernetes API).
     workers: int = 8
     # Seconds between resyncs of every unfinished workflow; events wake workflows sooner.
     resync_seconds: float = 5.0

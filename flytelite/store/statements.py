@@ -20,8 +20,7 @@ def changed_rows(session: Session, statement: Executable, params: dict[str, Any]
 class DriverQuery:
     """A SELECT compiled once for a dialect and run on the driver's connection (sqlite3's, psycopg's) under a
     SQLAlchemy connection: SQLAlchemy's own execution (binding, result rows) of a one-row read is most of its
-    cost (the engine's round read: 56 µs against 21 µs on SQLite), which a round that starts the next task
-    waits for. Only for statements whose parameters and columns need no SQLAlchemy type processing."""
+    cost, which a round that starts the next task waits for. Only for statements whose parameters and columns need no SQLAlchemy type processing."""
 
     def __init__(self, statement: Select, dialect: Dialect):
         compiled = statement.compile(dialect=dialect)
