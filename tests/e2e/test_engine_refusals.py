@@ -4,6 +4,7 @@ the figures), its config version or a field of it is unknown."""
 
 from __future__ import annotations
 
+import sys
 from datetime import timedelta
 
 import pytest
@@ -17,7 +18,13 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    server = make_server(tmp_path_factory.mktemp("engine-refusals"))
+    # The tasks' environment is a folder of its own holding only an interpreter (the project's, linked): whatever
+    # engines are installed into .venv, this environment has none of their programs.
+    folder = tmp_path_factory.mktemp("engine-refusals")
+    interpreter = folder / "env" / "bin" / "python"
+    interpreter.parent.mkdir(parents=True)
+    interpreter.symlink_to(sys.executable)
+    server = make_server(folder, f"images:\n  default: {interpreter}\n")
     server.start()
     yield server
     server.stop()
