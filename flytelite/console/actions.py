@@ -68,11 +68,10 @@ def launch(admin, form: dict[str, Any]) -> dict[str, Any]:
     source = form.get("relaunch_of")
     if source:
         # As FlyteAdmin's RelaunchExecution marks a relaunch: the new execution names the one it repeats.
-        admin.GetExecution(execution_pb2.WorkflowExecutionGetRequest(id=idpb.WorkflowExecutionIdentifier(
-            project=ident.project, domain=ident.domain, name=str(source))), None)
+        reference = idpb.WorkflowExecutionIdentifier(project=ident.project, domain=ident.domain, name=str(source))
+        admin.GetExecution(execution_pb2.WorkflowExecutionGetRequest(id=reference), None)  # NotFound if it is not
         metadata.mode = execution_pb2.ExecutionMetadata.RELAUNCH
-        metadata.reference_execution.CopyFrom(idpb.WorkflowExecutionIdentifier(
-            project=ident.project, domain=ident.domain, name=str(source)))
+        metadata.reference_execution.CopyFrom(reference)
     spec = execution_pb2.ExecutionSpec(launch_plan=ident, metadata=metadata)
     _apply_options(spec, form.get("options") or {})
     created = admin.CreateExecution(execution_pb2.ExecutionCreateRequest(
@@ -101,6 +100,11 @@ def _apply_options(spec: execution_pb2.ExecutionSpec, options: object) -> None:
     if prefix:
         spec.raw_output_data_config.output_location_prefix = prefix
     spec.overwrite_cache = str(options.get("overwrite_cache", "")).lower() == "true"
+
+
+def pairs_text(pairs) -> str:
+    """A mapping as the launch form's `key=value, key=value` (what _pairs reads back)."""
+    return ", ".join(f"{k}={v}" for k, v in sorted(pairs.items()))
 
 
 def _pairs(what: str, text: str) -> dict[str, str]:

@@ -14,7 +14,7 @@ from flyteidl.admin import common_pb2, execution_pb2, launch_plan_pb2, project_p
 from flyteidl.core import identifier_pb2 as idpb
 from flyteidl.core import interface_pb2
 
-from flytelite.console.actions import expected_inputs
+from flytelite.console.actions import expected_inputs, pairs_text
 from flytelite.console.dag import render_dag
 from flytelite.console.launch_form import LaunchChoices, interface_table, launch_form
 from flytelite.console.layout import (
@@ -264,8 +264,6 @@ def executions_table(executions: list[execution_pb2.Execution],
     return f"<table><tr>{cells}</tr>{''.join(rows)}</table>"
 
 
-
-
 def relaunch_page(admin, project: str, domain: str, name: str) -> str:
     """The launch form of an execution's launch plan (or task), filled with that execution's inputs and options;
     what it launches is a relaunch of it (FlyteAdmin's RELAUNCH mode, naming it as the reference)."""
@@ -273,8 +271,7 @@ def relaunch_page(admin, project: str, domain: str, name: str) -> str:
     ex = admin.GetExecution(execution_pb2.WorkflowExecutionGetRequest(id=exec_id), None)
     data = admin.GetExecutionData(execution_pb2.WorkflowExecutionGetDataRequest(id=exec_id), None)
     spec, ident = ex.spec, ex.spec.launch_plan
-    options = {"labels": ", ".join(f"{k}={v}" for k, v in sorted(spec.labels.values.items())),
-               "annotations": ", ".join(f"{k}={v}" for k, v in sorted(spec.annotations.values.items())),
+    options = {"labels": pairs_text(spec.labels.values), "annotations": pairs_text(spec.annotations.values),
                "max_parallelism": str(spec.max_parallelism) if spec.max_parallelism else "",
                "raw_output_prefix": spec.raw_output_data_config.output_location_prefix,
                "overwrite_cache": "true" if spec.overwrite_cache else ""}

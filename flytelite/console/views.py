@@ -126,10 +126,14 @@ class ExecutionView:
     labels: dict[str, str] = field(default_factory=dict)
     # Archived (FlyteAdmin's EXECUTION_ARCHIVED): left out of the executions list unless asked for.
     archived: bool = False
-    # The compiled workflow the engine runs (for the graph), if the store still has it.
-    compiled: compiler_pb2.CompiledWorkflow | None = None
+    # The compiled workflow the engine runs, with its subworkflows, if the store still has it.
     compiled_closure: compiler_pb2.CompiledWorkflowClosure | None = None
     signals: list[SignalView] = field(default_factory=list)
+
+    @property
+    def compiled(self) -> compiler_pb2.CompiledWorkflow | None:
+        """The workflow itself (for the graph)."""
+        return self.compiled_closure.primary if self.compiled_closure is not None else None
 
 
 @dataclass
@@ -260,7 +264,6 @@ def load_execution(ctx: Context, project: str, domain: str, name: str) -> Execut
     )
     if compiled_pb:
         view.compiled_closure = compiler_pb2.CompiledWorkflowClosure.FromString(compiled_pb)
-        view.compiled = view.compiled_closure.primary
     attempts = _attempts(task_rows, now)
     view.nodes, view.node_count = _node_tree(ctx, node_rows, attempts, now, view.compiled_closure)
     return view
